@@ -1,0 +1,217 @@
+//! Finding plugin files: explicit paths first, then `<cwd>/.xcsh/tools/`, then
+//! `~/.xcsh/agent/tools/`, each deduplicated by canonical path.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::LoadError;
+
+/// Where a candidate was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CandidateSource {
+    /// Given by the embedder or on the command line.
+    Explicit,
+    /// The project's `<cwd>/.xcsh/tools/`.
+    Project,
+    /// The user's `~/.xcsh/agent/tools/`.
+    User,
+}
+
+/// A file that may be a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// Canonical path.
+    pub path: PathBuf,
+    /// Where it was found.
+    pub source: CandidateSource,
+}
+
+/// What to search.
+#[derive(Debug, Clone, Default)]
+pub struct Discovery {
+    /// Files and directories given explicitly, searched first.
+    pub explicit: Vec<PathBuf>,
+    /// The session's working directory (for `.xcsh/tools/`).
+    pub cwd: PathBuf,
+    /// The user's home directory (for `.xcsh/agent/tools/`), if known.
+    pub home: Option<PathBuf>,
+    /// Search the project and user directories.
+    pub default_dirs: bool,
+}
+
+/// The project-local plugin directory under `cwd`.
+pub fn project_dir(cwd: &Path) -> PathBuf {
+    cwd.join(".xcsh").join("tools")
+}
+
+/// The user's plugin directory under `home`.
+pub fn user_dir(home: &Path) -> PathBuf {
+    home.join(".xcsh").join("agent").join("tools")
+}
+
+/// Whether a file name has the platform's shared-library prefix and suffix.
+pub fn is_library_name(name: &str) -> bool {
+    name.len() > std::env::consts::DLL_PREFIX.len() + std::env::consts::DLL_SUFFIX.len()
+        && name.starts_with(std::env::consts::DLL_PREFIX)
+        && name.ends_with(std::env::consts::DLL_SUFFIX)
+}
+
+impl Discovery {
+    /// The candidates in load order, and the explicit paths that could not be read.
+    pub fn candidates(&self) -> (Vec<Candidate>, Vec<LoadError>) {
+        let mut found = Vec::new();
+        let mut errors = Vec::new();
+        let mut seen = HashSet::new();
+        for path in &self.explicit {
+            let path = self.cwd.join(path);
+            match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_dir() => {
+                    scan_dir(
+                        &path,
+                        CandidateSource::Explicit,
+                        &mut seen,
+                        &mut found,
+                        &mut errors,
+                    );
+                }
+                Ok(_) => add(
+                    &path,
+                    CandidateSource::Explicit,
+                    &mut seen,
+                    &mut found,
+                    &mut errors,
+                ),
+                Err(error) => errors.push(LoadError::Unreadable {
+                    path,
+                    cause: error.to_string(),
+                }),
+            }
+        }
+        if self.default_dirs {
+            let project = project_dir(&self.cwd);
+            if project.is_dir() {
+                scan_dir(
+                    &project,
+                    CandidateSource::Project,
+                    &mut seen,
+                    &mut found,
+                    &mut errors,
+                );
+            }
+            if let Some(home) = &self.home {
+                let user = user_dir(home);
+                if user.is_dir() {
+                    scan_dir(
+                        &user,
+                        CandidateSource::User,
+                        &mut seen,
+                        &mut found,
+                        &mut errors,
+                    );
+                }
+            }
+        }
+        (found, errors)
+    }
+}
+
+fn add(
+    path: &Path,
+    source: CandidateSource,
+    seen: &mut HashSet<PathBuf>,
+    found: &mut Vec<Candidate>,
+    errors: &mut Vec<LoadError>,
+) {
+    match path.canonicalize() {
+        Ok(canonical) => {
+            if seen.insert(canonical.clone()) {
+                found.push(Candidate {
+                    path: canonical,
+                    source,
+                });
+            }
+        }
+        Err(error) => errors.push(LoadError::Unreadable {
+            path: path.to_owned(),
+            cause: error.to_string(),
+        }),
+    }
+}
+
+fn scan_dir(
+    dir: &Path,
+    source: CandidateSource,
+    seen: &mut HashSet<PathBuf>,
+    found: &mut Vec<Candidate>,
+    errors: &mut Vec<LoadError>,
+) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) => {
+            errors.push(LoadError::Unreadable {
+                path: dir.to_owned(),
+                cause: error.to_string(),
+            });
+            return;
+        }
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().map(|t| t.is_file()).unwrap_or(false))
+        .filter(|entry| entry.file_name().to_str().is_some_and(is_library_name))
+        .map(|entry| entry.path())
+        .collect();
+    files.sort();
+    for file in files {
+        add(&file, source, seen, found, errors);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_names() {
+        let name = format!(
+            "{}x{}",
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        );
+        assert!(is_library_name(&name));
+        assert!(!is_library_name("x.txt"));
+        assert!(!is_library_name(std::env::consts::DLL_SUFFIX));
+    }
+
+    #[test]
+    fn explicit_first_then_dedup_and_only_libraries_in_dirs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cwd = tmp.path().join("proj");
+        let tools = project_dir(&cwd);
+        std::fs::create_dir_all(&tools).unwrap();
+        let lib = tools.join(format!(
+            "{}a{}",
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        ));
+        std::fs::write(&lib, b"x").unwrap();
+        std::fs::write(tools.join("notes.txt"), b"x").unwrap();
+        std::fs::create_dir(tools.join(format!(
+            "{}dir{}",
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        )))
+        .unwrap();
+        let discovery = Discovery {
+            explicit: vec![lib.clone(), PathBuf::from("missing.so")],
+            cwd: cwd.clone(),
+            home: None,
+            default_dirs: true,
+        };
+        let (found, errors) = discovery.candidates();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].source, CandidateSource::Explicit);
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].to_string().contains("missing.so"));
+    }
+}

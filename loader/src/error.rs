@@ -1,0 +1,117 @@
+//! [`LoadError`]: everything that can go wrong while finding and loading plugins.
+//!
+//! Each error names the file and the cause; the loader collects them and carries on with the
+//! next file, so one broken plugin never hides the others.
+
+use std::path::PathBuf;
+
+/// A problem with one plugin file. Loading continues with the next file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    /// A path given by the user does not exist or cannot be read.
+    #[error("{}: cannot read plugin path: {cause}", path.display())]
+    Unreadable {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        cause: String,
+    },
+    /// The file is not a loadable shared library.
+    #[error("{}: not a loadable shared library: {cause}", path.display())]
+    NotALibrary {
+        /// The file.
+        path: PathBuf,
+        /// The dynamic loader's complaint.
+        cause: String,
+    },
+    /// The library loads but exports no xcsh plugin root module.
+    #[error(
+        "{}: no xcsh plugin root module (build it with `xcsh_plugin_api::export_plugin!`)",
+        path.display()
+    )]
+    NoRootModule {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Built against an incompatible `xcsh-plugin-api`.
+    #[error(
+        "{}: built against xcsh-plugin-api {found}, but this host uses {expected}; rebuild the plugin against xcsh-plugin-api {expected}",
+        path.display()
+    )]
+    IncompatibleVersion {
+        /// The file.
+        path: PathBuf,
+        /// The host's version.
+        expected: String,
+        /// The plugin's version.
+        found: String,
+    },
+    /// The root module's layout or the abi_stable version differs.
+    #[error("{}: incompatible plugin ABI: {cause}", path.display())]
+    IncompatibleAbi {
+        /// The file.
+        path: PathBuf,
+        /// What differs.
+        cause: String,
+    },
+    /// The plugin's factory returned an error or panicked.
+    #[error("{}: plugin factory failed: {message}", path.display())]
+    Factory {
+        /// The file.
+        path: PathBuf,
+        /// The factory's error or panic message.
+        message: String,
+    },
+    /// A tool's name, label or description is unusable.
+    #[error("{}: tool \"{tool}\" is invalid: {cause}", path.display())]
+    InvalidTool {
+        /// The file.
+        path: PathBuf,
+        /// The tool's name.
+        tool: String,
+        /// What is wrong.
+        cause: String,
+    },
+    /// A tool's parameter schema is not a valid JSON Schema with an object root.
+    #[error("{}: tool \"{tool}\" has an invalid parameter schema: {cause}", path.display())]
+    InvalidSchema {
+        /// The file.
+        path: PathBuf,
+        /// The tool's name.
+        tool: String,
+        /// What is wrong.
+        cause: String,
+    },
+    /// Two tools share a name; the later one is skipped.
+    #[error("{}: Tool name \"{name}\" conflicts with existing tool", path.display())]
+    NameConflict {
+        /// The file of the skipped tool.
+        path: PathBuf,
+        /// The clashing name.
+        name: String,
+    },
+}
+
+impl LoadError {
+    /// The file this error is about.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            LoadError::Unreadable { path, .. }
+            | LoadError::NotALibrary { path, .. }
+            | LoadError::NoRootModule { path }
+            | LoadError::IncompatibleVersion { path, .. }
+            | LoadError::IncompatibleAbi { path, .. }
+            | LoadError::Factory { path, .. }
+            | LoadError::InvalidTool { path, .. }
+            | LoadError::InvalidSchema { path, .. }
+            | LoadError::NameConflict { path, .. } => path,
+        }
+    }
+
+    /// The message without the leading path (for reports that already show the file).
+    pub fn cause(&self) -> String {
+        let full = self.to_string();
+        let prefix = format!("{}: ", self.path().display());
+        full.strip_prefix(&prefix).unwrap_or(&full).to_owned()
+    }
+}

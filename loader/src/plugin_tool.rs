@@ -1,0 +1,197 @@
+//! The host side of the plugin ABI: the services a plugin calls ([`HostServices`]), and the
+//! adapters that turn a plugin's tools and pending actions into the session's own types.
+//!
+//! Code here runs inside abi_stable vtable calls, where a panic would abort the process, so it
+//! only does panic-free work: string conversion, JSON parsing with fallbacks, and a store push.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RResult, RString};
+use serde_json::Value;
+use xcsh_plugin_api::ffi::{
+    FfiLogLevel, FfiPendingAction, FfiToolDef, FfiToolResult, HostApiFfi, HostApiFfi_TO,
+    PendingActionFfi_TO, ToolContextFfi, ToolContextFfi_TO, ToolFfi_TO,
+};
+use xcsh_plugin_api::AgentToolResult;
+
+use crate::library::PluginLibrary;
+use crate::store::{BoxFuture, PendingAction, PendingActionStore};
+use crate::tool::{CallContext, Tool, ToolError, ToolOrigin, ToolSpec, UpdateSink};
+use crate::LoadError;
+
+/// The exact error a push gets when the runtime has no store (SPEC 3).
+pub const STORE_UNAVAILABLE: &str =
+    "Pending action store unavailable for custom tools in this runtime.";
+
+/// What the host offers one plugin in one session.
+struct HostServices {
+    cwd: String,
+    store: Option<Arc<PendingActionStore>>,
+    plugin: PathBuf,
+}
+
+impl HostApiFfi for HostServices {
+    fn cwd(&self) -> RString {
+        self.cwd.as_str().into()
+    }
+
+    fn push_pending_action(&self, action: FfiPendingAction) -> RResult<(), RString> {
+        let Some(store) = &self.store else {
+            return RResult::RErr(STORE_UNAVAILABLE.into());
+        };
+        match pending_action_from_ffi(action) {
+            Ok(action) => {
+                store.push(action);
+                RResult::ROk(())
+            }
+            Err(error) => RResult::RErr(error.message().into()),
+        }
+    }
+
+    fn log(&self, level: FfiLogLevel, message: RString) {
+        let plugin = self.plugin.display();
+        match level {
+            FfiLogLevel::Debug => tracing::debug!(target: "xcsh_plugin", %plugin, "{message}"),
+            FfiLogLevel::Info => tracing::info!(target: "xcsh_plugin", %plugin, "{message}"),
+            FfiLogLevel::Warn => tracing::warn!(target: "xcsh_plugin", %plugin, "{message}"),
+            FfiLogLevel::Error => tracing::error!(target: "xcsh_plugin", %plugin, "{message}"),
+        }
+    }
+}
+
+fn parse_details(raw: Option<RString>) -> Option<Value> {
+    raw.map(|raw| {
+        serde_json::from_str(raw.as_str()).unwrap_or_else(|_| Value::String(raw.into_string()))
+    })
+}
+
+/// Wrap a plugin's pending action so `resolve` can run it like any other.
+fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, ToolError> {
+    PendingAction::validate_label(action.label.as_str())?;
+    let callbacks: Arc<PendingActionFfi_TO<'static, abi_stable::std_types::RBox<()>>> =
+        Arc::new(action.callbacks);
+    let has_reject = callbacks.has_reject();
+    let for_apply = Arc::clone(&callbacks);
+    let mut pending = PendingAction::new(
+        action.label.into_string(),
+        action.source_tool_name.into_string(),
+        Box::new(move |reason: String| -> BoxFuture<_> {
+            Box::pin(async move {
+                match for_apply.apply(reason.into()).await {
+                    RResult::ROk(result) => Ok(AgentToolResult::from(result)),
+                    RResult::RErr(message) => Err(ToolError::new(message.into_string())),
+                }
+            })
+        }),
+    )
+    .with_details(parse_details(action.details_json.into_option()));
+    if has_reject {
+        pending = pending.with_reject(Box::new(move |reason: String| -> BoxFuture<_> {
+            Box::pin(async move {
+                match callbacks.reject(reason.into()).await {
+                    RResult::ROk(result) => Ok(result.into_option().map(AgentToolResult::from)),
+                    RResult::RErr(message) => Err(ToolError::new(message.into_string())),
+                }
+            })
+        }));
+    }
+    Ok(pending)
+}
+
+/// A tool loaded from a plugin library.
+pub struct PluginTool {
+    spec: ToolSpec,
+    tool: ToolFfi_TO<'static, abi_stable::std_types::RBox<()>>,
+}
+
+impl Tool for PluginTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn execute(
+        &self,
+        tool_call_id: String,
+        arguments: Value,
+        ctx: CallContext,
+    ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+        let context = ToolContextFfi_TO::from_value(
+            CallServices {
+                updates: ctx.updates.clone(),
+                cancel: ctx.cancel.clone(),
+            },
+            TD_Opaque,
+        );
+        let future = self
+            .tool
+            .execute(tool_call_id.into(), arguments.to_string().into(), context);
+        Box::pin(async move {
+            match future.await {
+                RResult::ROk(result) => Ok(AgentToolResult::from(result)),
+                RResult::RErr(message) => Err(ToolError::new(message.into_string())),
+            }
+        })
+    }
+}
+
+/// Per-call services offered to a running plugin tool.
+struct CallServices {
+    updates: Option<UpdateSink>,
+    cancel: crate::CancelToken,
+}
+
+impl ToolContextFfi for CallServices {
+    fn update(&self, partial: FfiToolResult) {
+        if let Some(updates) = &self.updates {
+            updates(AgentToolResult::from(partial));
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+}
+
+/// Run a library's factory for one session and wrap its tools.
+pub(crate) fn instantiate(
+    library: PluginLibrary,
+    path: &Path,
+    cwd: &Path,
+    store: Option<Arc<PendingActionStore>>,
+) -> Result<Vec<PluginTool>, LoadError> {
+    let host = HostApiFfi_TO::from_value(
+        HostServices {
+            cwd: cwd.to_string_lossy().into_owned(),
+            store,
+            plugin: path.to_owned(),
+        },
+        TD_Opaque,
+    );
+    let defs = library.module().create_tools()(host)
+        .into_result()
+        .map_err(|message| LoadError::Factory {
+            path: path.to_owned(),
+            message: message.into_string(),
+        })?;
+    Ok(defs.into_iter().map(|def| plugin_tool(def, path)).collect())
+}
+
+fn plugin_tool(def: FfiToolDef, path: &Path) -> PluginTool {
+    // An unparsable schema is kept as a string; the session's schema check reports it.
+    let parameters = serde_json::from_str(def.parameters_json.as_str())
+        .unwrap_or_else(|_| Value::String(def.parameters_json.to_string()));
+    PluginTool {
+        spec: ToolSpec {
+            name: def.name.into_string(),
+            label: def.label.into_string(),
+            description: def.description.into_string(),
+            parameters,
+            hidden: def.hidden,
+            deferrable: def.deferrable,
+            origin: ToolOrigin::Plugin(path.to_owned()),
+        },
+        tool: def.tool,
+    }
+}

@@ -1,0 +1,140 @@
+//! The hidden `resolve` tool: pop the newest pending action and apply or discard it
+//! (SPEC 2.3). Every exact string the model sees lives here.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use xcsh_plugin_api::{AgentToolResult, Content};
+
+use crate::session::{bounded, Interrupted, ToolOutcome};
+use crate::store::PendingActionStore;
+use crate::tool::{CancelToken, ToolOrigin, ToolSpec};
+
+/// The tool's name.
+pub const RESOLVE_TOOL_NAME: &str = "resolve";
+/// The tool's label.
+pub const RESOLVE_TOOL_LABEL: &str = "Resolve";
+/// The error when nothing is pending.
+pub const NO_PENDING_ACTION: &str = "No pending action to resolve. Nothing to apply or discard.";
+
+/// The `resolve` tool's spec, with its strict schema.
+pub fn resolve_spec() -> ToolSpec {
+    ToolSpec {
+        name: RESOLVE_TOOL_NAME.to_owned(),
+        label: RESOLVE_TOOL_LABEL.to_owned(),
+        description: "Apply or discard the pending preview action produced by an earlier tool \
+                      call. Pending actions are resolved newest first."
+            .to_owned(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "action": {"enum": ["apply", "discard"]},
+                "reason": {"type": "string", "description": "Why you're applying or discarding"}
+            },
+            "required": ["action", "reason"],
+            "additionalProperties": false
+        }),
+        hidden: true,
+        deferrable: false,
+        origin: ToolOrigin::Builtin,
+    }
+}
+
+/// What the model asks `resolve` to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResolveAction {
+    /// Run `apply(reason)`.
+    Apply,
+    /// Run `reject(reason)` if present, else discard with the default text.
+    Discard,
+}
+
+impl ResolveAction {
+    /// `apply` or `discard`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResolveAction::Apply => "apply",
+            ResolveAction::Discard => "discard",
+        }
+    }
+}
+
+/// `resolve`'s arguments (already schema-checked by the session).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ResolveArgs {
+    /// Apply or discard.
+    pub action: ResolveAction,
+    /// Informative only.
+    pub reason: String,
+}
+
+/// Run `resolve` on `store` (None: the runtime has no store, so nothing can be pending).
+pub(crate) async fn run_resolve(
+    store: Option<&PendingActionStore>,
+    args: ResolveArgs,
+    cancel: &CancelToken,
+    timeout: Option<Duration>,
+) -> ToolOutcome {
+    let details = |label: Value, source: Value| {
+        json!({
+            "action": args.action.as_str(),
+            "reason": args.reason,
+            "sourceToolName": source,
+            "label": label,
+        })
+    };
+    // Pop before running: an action whose callback fails or is cancelled is consumed.
+    let Some(action) = store.and_then(PendingActionStore::pop) else {
+        return ToolOutcome::error(NO_PENDING_ACTION)
+            .with_details(details(Value::Null, Value::Null));
+    };
+    let label = action.label().to_owned();
+    let details = details(json!(label), json!(action.source_tool_name()));
+    let (apply, reject) = action.into_callbacks();
+    let reason = args.reason.clone();
+    let outcome = match args.action {
+        ResolveAction::Apply => match bounded(apply(reason), cancel, timeout).await {
+            Ok(Ok(result)) => {
+                let text = result.joined_text();
+                let text = if text.is_empty() {
+                    format!("Applied: {label}.")
+                } else {
+                    text
+                };
+                ToolOutcome::success(AgentToolResult::text(text))
+            }
+            Ok(Err(error)) => ToolOutcome::error(error.message()),
+            Err(interrupted) => ToolOutcome::error(interrupted_text(interrupted, "apply", &label)),
+        },
+        ResolveAction::Discard => {
+            let replaced = match reject {
+                None => Ok(None),
+                Some(reject) => match bounded(reject(reason), cancel, timeout).await {
+                    Ok(Ok(result)) => Ok(result),
+                    Ok(Err(error)) => Err(error.message().to_owned()),
+                    Err(interrupted) => Err(interrupted_text(interrupted, "reject", &label)),
+                },
+            };
+            match replaced {
+                Ok(Some(result)) => ToolOutcome::success(AgentToolResult {
+                    content: result.content,
+                    details: None,
+                }),
+                Ok(None) => ToolOutcome::success(AgentToolResult {
+                    content: vec![Content::Text {
+                        text: format!("Discarded: {label}. Reason: {}", args.reason),
+                    }],
+                    details: None,
+                }),
+                Err(message) => ToolOutcome::error(message),
+            }
+        }
+    };
+    outcome.with_details(details)
+}
+
+fn interrupted_text(interrupted: Interrupted, callback: &str, label: &str) -> String {
+    format!("{callback} of \"{label}\" {interrupted}; the pending action was consumed")
+}

@@ -1,0 +1,333 @@
+//! [`PendingActionStore`]: the session's LIFO stack of previewed changes awaiting `resolve`.
+//!
+//! Tools push, `resolve` pops; nothing else removes an action except an explicit
+//! [`PendingActionStore::clear`]. The store is shared between tasks and threads behind one
+//! mutex: operations are tiny (a `Vec` push or pop), so a lock beats anything cleverer.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use serde_json::Value;
+use xcsh_plugin_api::AgentToolResult;
+
+use crate::ToolError;
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+/// The `apply(reason)` callback of a pending action.
+pub type ApplyFn = Box<dyn FnOnce(String) -> BoxFuture<Result<AgentToolResult, ToolError>> + Send>;
+/// The optional `reject(reason)` callback of a pending action.
+pub type RejectFn =
+    Box<dyn FnOnce(String) -> BoxFuture<Result<Option<AgentToolResult>, ToolError>> + Send>;
+
+/// A previewed change waiting for `resolve`: run exactly one of `apply` or `reject`, once.
+pub struct PendingAction {
+    label: String,
+    source_tool_name: String,
+    details: Option<Value>,
+    apply: ApplyFn,
+    reject: Option<RejectFn>,
+}
+
+impl fmt::Debug for PendingAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingAction")
+            .field("label", &self.label)
+            .field("source_tool_name", &self.source_tool_name)
+            .field("details", &self.details)
+            .field("has_reject", &self.reject.is_some())
+            .finish()
+    }
+}
+
+impl PendingAction {
+    /// A pending action. `label` must be non-empty (see [`PendingAction::validate_label`]).
+    pub fn new(
+        label: impl Into<String>,
+        source_tool_name: impl Into<String>,
+        apply: ApplyFn,
+    ) -> Self {
+        Self {
+            label: label.into(),
+            source_tool_name: source_tool_name.into(),
+            details: None,
+            apply,
+            reject: None,
+        }
+    }
+
+    /// Check a label before building an action from untrusted input.
+    pub fn validate_label(label: &str) -> Result<(), ToolError> {
+        if label.trim().is_empty() {
+            Err(ToolError::new("pending action label must not be empty"))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Attach a reject callback.
+    #[must_use]
+    pub fn with_reject(mut self, reject: RejectFn) -> Self {
+        self.reject = Some(reject);
+        self
+    }
+
+    /// Attach details.
+    #[must_use]
+    pub fn with_details(mut self, details: Option<Value>) -> Self {
+        self.details = details;
+        self
+    }
+
+    /// The human summary.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The tool that produced it.
+    pub fn source_tool_name(&self) -> &str {
+        &self.source_tool_name
+    }
+
+    /// Arbitrary details.
+    pub fn details(&self) -> Option<&Value> {
+        self.details.as_ref()
+    }
+
+    /// Whether a reject callback exists.
+    pub fn has_reject(&self) -> bool {
+        self.reject.is_some()
+    }
+
+    /// Split into the callbacks, consuming the action.
+    pub(crate) fn into_callbacks(self) -> (ApplyFn, Option<RejectFn>) {
+        (self.apply, self.reject)
+    }
+}
+
+/// What a push listener sees: the pushed action's summary and the new count.
+pub type PushListener = dyn Fn(&PendingSummary, usize) + Send + Sync;
+
+struct Listeners {
+    next_id: u64,
+    entries: Vec<(u64, Arc<PushListener>)>,
+}
+
+/// The session's LIFO stack of pending actions. Cheap to share: wrap it in an `Arc`.
+pub struct PendingActionStore {
+    stack: Mutex<Vec<PendingAction>>,
+    listeners: Arc<Mutex<Listeners>>,
+}
+
+impl fmt::Debug for PendingActionStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingActionStore")
+            .field("count", &self.count())
+            .finish()
+    }
+}
+
+impl Default for PendingActionStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Lock, recovering from poisoning: the stack is a plain Vec and stays consistent even if a
+/// thread panicked while holding the lock, and losing actions would break the contract.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl PendingActionStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self {
+            stack: Mutex::new(Vec::new()),
+            listeners: Arc::new(Mutex::new(Listeners {
+                next_id: 0,
+                entries: Vec::new(),
+            })),
+        }
+    }
+
+    /// Put `action` on top, then notify push listeners with its summary and the new count.
+    pub fn push(&self, action: PendingAction) {
+        let summary = PendingSummary::of(&action);
+        let count = {
+            let mut stack = lock(&self.stack);
+            stack.push(action);
+            stack.len()
+        };
+        // Listeners run outside every lock, so a listener may use the store.
+        let listeners: Vec<Arc<PushListener>> = lock(&self.listeners)
+            .entries
+            .iter()
+            .map(|(_, listener)| Arc::clone(listener))
+            .collect();
+        for listener in &listeners {
+            listener(&summary, count);
+        }
+    }
+
+    /// The label and source of the top action, without removing it.
+    pub fn peek(&self) -> Option<PendingSummary> {
+        lock(&self.stack).last().map(PendingSummary::of)
+    }
+
+    /// Remove and return the top action.
+    pub fn pop(&self) -> Option<PendingAction> {
+        lock(&self.stack).pop()
+    }
+
+    /// Whether anything is pending.
+    pub fn has_pending(&self) -> bool {
+        !lock(&self.stack).is_empty()
+    }
+
+    /// Number of pending actions.
+    pub fn count(&self) -> usize {
+        lock(&self.stack).len()
+    }
+
+    /// Summaries of every pending action, newest first (the order `resolve` takes them).
+    pub fn summaries(&self) -> Vec<PendingSummary> {
+        lock(&self.stack)
+            .iter()
+            .rev()
+            .map(PendingSummary::of)
+            .collect()
+    }
+
+    /// Drop every pending action without running any callback. `resolve` never calls this.
+    pub fn clear(&self) {
+        lock(&self.stack).clear();
+    }
+
+    /// Register a push listener; it stays registered until the returned handle is dropped.
+    pub fn subscribe_push(
+        &self,
+        listener: impl Fn(&PendingSummary, usize) + Send + Sync + 'static,
+    ) -> PushSubscription {
+        let mut listeners = lock(&self.listeners);
+        let id = listeners.next_id;
+        listeners.next_id += 1;
+        listeners.entries.push((id, Arc::new(listener)));
+        PushSubscription {
+            id,
+            listeners: Arc::downgrade(&self.listeners),
+        }
+    }
+}
+
+/// What `peek` and `summaries` return: a view of an action that can outlive the lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingSummary {
+    /// The action's label.
+    pub label: String,
+    /// The tool that pushed it.
+    pub source_tool_name: String,
+}
+
+impl PendingSummary {
+    fn of(action: &PendingAction) -> Self {
+        Self {
+            label: action.label.clone(),
+            source_tool_name: action.source_tool_name.clone(),
+        }
+    }
+}
+
+/// Unsubscribes its push listener when dropped.
+#[must_use = "the listener is removed when this handle is dropped"]
+pub struct PushSubscription {
+    id: u64,
+    listeners: Weak<Mutex<Listeners>>,
+}
+
+impl fmt::Debug for PushSubscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PushSubscription")
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl Drop for PushSubscription {
+    fn drop(&mut self) {
+        if let Some(listeners) = self.listeners.upgrade() {
+            lock(&listeners).entries.retain(|(id, _)| *id != self.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn action(label: &str) -> PendingAction {
+        let label_owned = label.to_owned();
+        PendingAction::new(
+            label,
+            "test",
+            Box::new(move |_| Box::pin(async move { Ok(AgentToolResult::text(label_owned)) })),
+        )
+    }
+
+    #[test]
+    fn is_lifo() {
+        let store = PendingActionStore::new();
+        assert!(!store.has_pending());
+        assert!(store.pop().is_none());
+        assert!(store.peek().is_none());
+        store.push(action("a"));
+        store.push(action("b"));
+        assert_eq!(store.count(), 2);
+        assert_eq!(store.peek().map(|s| s.label), Some("b".to_owned()));
+        assert_eq!(store.pop().map(|a| a.label().to_owned()), Some("b".into()));
+        assert_eq!(store.pop().map(|a| a.label().to_owned()), Some("a".into()));
+        assert!(store.pop().is_none());
+    }
+
+    #[test]
+    fn clear_empties() {
+        let store = PendingActionStore::new();
+        store.push(action("a"));
+        store.clear();
+        assert_eq!(store.count(), 0);
+    }
+
+    #[test]
+    fn listeners_see_action_and_count_until_unsubscribed() {
+        let store = PendingActionStore::new();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let subscription = store.subscribe_push(move |action, count| {
+            lock(&sink).push((action.label.clone(), count));
+        });
+        store.push(action("a"));
+        store.push(action("b"));
+        drop(subscription);
+        store.push(action("c"));
+        assert_eq!(*lock(&seen), vec![("a".to_owned(), 1), ("b".to_owned(), 2)]);
+    }
+
+    #[test]
+    fn listener_may_read_the_store() {
+        let store = Arc::new(PendingActionStore::new());
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (inner, counter) = (Arc::downgrade(&store), Arc::clone(&calls));
+        let _subscription = store.subscribe_push(move |_, _| {
+            if let Some(store) = inner.upgrade() {
+                counter.fetch_add(store.count(), Ordering::SeqCst);
+            }
+        });
+        store.push(action("a"));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+}

@@ -1,0 +1,152 @@
+//! The host's view of a tool: a [`ToolSpec`] plus an async `execute`. Plugin tools, the
+//! built-in `ast_edit`, and anything an embedder adds all look the same to the session.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::Notify;
+use xcsh_plugin_api::AgentToolResult;
+
+use crate::store::{BoxFuture, PendingActionStore};
+
+/// An error from a tool, an `apply` or a `reject`: a message for the model and the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolError {
+    message: String,
+}
+
+impl ToolError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// Where a tool comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolOrigin {
+    /// Compiled into the host (`ast_edit`, `resolve`, or an embedder's own tool).
+    Builtin,
+    /// Loaded from this plugin library.
+    Plugin(PathBuf),
+}
+
+impl std::fmt::Display for ToolOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolOrigin::Builtin => f.write_str("builtin"),
+            ToolOrigin::Plugin(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// A tool's static description.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Unique name the model calls it by.
+    pub name: String,
+    /// Human-readable label.
+    pub label: String,
+    /// Description for the model.
+    pub description: String,
+    /// JSON Schema of the arguments (an object schema).
+    pub parameters: Value,
+    /// Never offered for a user to pick.
+    pub hidden: bool,
+    /// May push pending actions; registers `resolve`.
+    pub deferrable: bool,
+    /// Where it comes from.
+    pub origin: ToolOrigin,
+}
+
+/// A cancellation signal shared between the session and a running call.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken {
+    inner: Arc<CancelInner>,
+}
+
+#[derive(Debug, Default)]
+struct CancelInner {
+    cancelled: AtomicBool,
+    notify: Notify,
+}
+
+impl CancelToken {
+    /// A token that is not cancelled.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancel; wakes every waiter.
+    pub fn cancel(&self) {
+        self.inner.cancelled.store(true, Ordering::SeqCst);
+        self.inner.notify.notify_waiters();
+    }
+
+    /// Whether it was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once cancelled.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.inner.notify.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Receives partial results while a tool runs.
+pub type UpdateSink = Arc<dyn Fn(AgentToolResult) + Send + Sync>;
+
+/// What a running tool may use from its session.
+#[derive(Clone)]
+pub struct CallContext {
+    /// The session's working directory.
+    pub cwd: PathBuf,
+    /// The session's store, if it has one.
+    pub store: Option<Arc<PendingActionStore>>,
+    /// Cancellation of this call.
+    pub cancel: CancelToken,
+    /// Partial-result listener, if the caller wants updates.
+    pub updates: Option<UpdateSink>,
+}
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallContext")
+            .field("cwd", &self.cwd)
+            .field("has_store", &self.store.is_some())
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish()
+    }
+}
+
+/// A tool as the session runs it. Arguments arrive already validated against
+/// [`ToolSpec::parameters`].
+pub trait Tool: Send + Sync {
+    /// The tool's description.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Run the tool.
+    fn execute(
+        &self,
+        tool_call_id: String,
+        arguments: Value,
+        ctx: CallContext,
+    ) -> BoxFuture<Result<AgentToolResult, ToolError>>;
+}
