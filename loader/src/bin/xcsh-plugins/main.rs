@@ -1,1 +1,111 @@
-fn main() {}
+//! `xcsh-plugins`: the command-line host for xcsh native plugins.
+//!
+//! It loads plugins like an agent runtime would (explicit `--plugin` paths, then the project's
+//! and the user's tool directories), lists them, and runs one tool call in a fresh session,
+//! finishing any pending action it leaves with an explicit decision.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod call;
+mod list;
+mod output;
+
+/// Load, inspect and run xcsh native tool plugins.
+#[derive(Debug, Parser)]
+#[command(name = "xcsh-plugins", version, about)]
+struct Cli {
+    /// A plugin file, or a directory of plugins (repeatable; searched first).
+    #[arg(long = "plugin", value_name = "PATH", global = true)]
+    plugins: Vec<PathBuf>,
+    /// Do not search <cwd>/.xcsh/tools/ and ~/.xcsh/agent/tools/.
+    #[arg(long, global = true)]
+    no_default_dirs: bool,
+    /// The session's working directory; relative paths in tool arguments resolve against it.
+    #[arg(long, value_name = "DIR", global = true)]
+    cwd: Option<PathBuf>,
+    /// Machine-readable output: one JSON document on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Load everything and print each tool and each load error (exit 1 on any load error).
+    List,
+    /// Run one tool in a fresh session, then resolve what it left pending.
+    Call(call::CallArgs),
+}
+
+/// Options shared by every command that builds a session.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    pub plugins: Vec<PathBuf>,
+    pub default_dirs: bool,
+    pub cwd: PathBuf,
+    pub json: bool,
+}
+
+impl HostOptions {
+    /// A session builder for these options, with the built-in tools.
+    pub fn session(&self) -> xcsh_loader::SessionBuilder {
+        let mut builder = xcsh_loader::Session::builder(&self.cwd).default_dirs(self.default_dirs);
+        for plugin in &self.plugins {
+            builder = builder.plugin(plugin);
+        }
+        builder
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    match run(cli) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("XCSH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(output::stderr_color())
+        .try_init();
+}
+
+fn run(cli: Cli) -> Result<ExitCode, String> {
+    let cwd = match cli.cwd {
+        Some(dir) => dir
+            .canonicalize()
+            .map_err(|e| format!("--cwd {}: {e}", dir.display()))?,
+        None => std::env::current_dir()
+            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+    };
+    if !cwd.is_dir() {
+        return Err(format!("--cwd {}: not a directory", cwd.display()));
+    }
+    let host = HostOptions {
+        plugins: cli.plugins,
+        default_dirs: !cli.no_default_dirs,
+        cwd,
+        json: cli.json,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    match cli.command {
+        Command::List => Ok(list::run(&host)),
+        Command::Call(args) => runtime.block_on(call::run(&host, args)),
+    }
+}

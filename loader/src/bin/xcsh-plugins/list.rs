@@ -1,0 +1,70 @@
+//! `xcsh-plugins list`: every tool the session would offer, and every load error.
+
+use std::process::ExitCode;
+
+use serde_json::json;
+use xcsh_loader::render::sanitize;
+
+use crate::output::print_json;
+use crate::HostOptions;
+
+pub fn run(host: &HostOptions) -> ExitCode {
+    let session = host.session().build();
+    let errors = session.load_errors();
+    if host.json {
+        let tools: Vec<_> = session
+            .tools()
+            .into_iter()
+            .map(|spec| {
+                json!({
+                    "name": spec.name,
+                    "label": spec.label,
+                    "description": spec.description,
+                    "origin": spec.origin.to_string(),
+                    "hidden": spec.hidden,
+                    "deferrable": spec.deferrable,
+                    "parameters": spec.parameters,
+                })
+            })
+            .collect();
+        let errors: Vec<_> = errors
+            .iter()
+            .map(|e| json!({"path": e.path().display().to_string(), "message": e.cause()}))
+            .collect();
+        print_json(&json!({"tools": tools, "errors": errors}));
+    } else {
+        let specs = session.tools();
+        if specs.is_empty() {
+            println!("No tools loaded.");
+        }
+        for spec in specs {
+            let mut flags = Vec::new();
+            if spec.hidden {
+                flags.push("hidden");
+            }
+            if spec.deferrable {
+                flags.push("deferrable");
+            }
+            let flags = if flags.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", flags.join(", "))
+            };
+            println!(
+                "{}  {}{}\n    from {}",
+                sanitize(&spec.name),
+                sanitize(&spec.label),
+                flags,
+                sanitize(&spec.origin.to_string())
+            );
+        }
+        for error in errors {
+            eprintln!("load error: {}", sanitize(&error.to_string()));
+        }
+    }
+    if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,205 @@
+//! Sample plugin: the seed's `batch_rename_preview`, made real.
+//!
+//! `execute` renames nothing: it computes the plan, pushes a pending action, and returns the
+//! plan. `apply` re-checks the plan against the disk (every source still there, no target
+//! taken) and renames only if all checks pass, so a stale preview never half-applies.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use xcsh_plugin_api::{
+    export_plugin, AgentToolResult, CustomTool, CustomToolApi, CustomToolPendingAction,
+    PluginError, ToolContext,
+};
+
+/// The tool's parameters.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Params {
+    /// Files to rename, relative to the session's working directory.
+    pub files: Vec<String>,
+    /// Text to find in each file name.
+    pub find: String,
+    /// Replacement text.
+    pub replace: String,
+}
+
+/// One planned rename.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rename {
+    /// As given by the model.
+    pub from: String,
+    /// The new relative path.
+    pub to: String,
+}
+
+/// The planned renames: `find` replaced in each file's name (not its directory).
+pub fn plan(params: &Params) -> Result<Vec<Rename>, PluginError> {
+    if params.find.is_empty() {
+        return Err(PluginError::new("`find` must not be empty"));
+    }
+    let mut renames = Vec::with_capacity(params.files.len());
+    for file in &params.files {
+        let path = PathBuf::from(file);
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| PluginError::new(format!("not a file path: {file}")))?;
+        let new_name = name.replace(&params.find, &params.replace);
+        if new_name.is_empty() || new_name.contains('/') {
+            return Err(PluginError::new(format!(
+                "{file}: renaming would give an invalid name {new_name:?}"
+            )));
+        }
+        let to = path.with_file_name(new_name);
+        renames.push(Rename {
+            from: file.clone(),
+            to: to.to_string_lossy().into_owned(),
+        });
+    }
+    Ok(renames)
+}
+
+/// Check the whole plan against the disk, then rename. Renames nothing if any check fails.
+pub fn apply_plan(cwd: &std::path::Path, renames: &[Rename]) -> Result<(), PluginError> {
+    let mut targets = std::collections::HashSet::new();
+    for rename in renames {
+        let (from, to) = (cwd.join(&rename.from), cwd.join(&rename.to));
+        if !from.exists() {
+            return Err(PluginError::new(format!(
+                "nothing renamed: source {} no longer exists",
+                rename.from
+            )));
+        }
+        if rename.from != rename.to && (to.exists() || !targets.insert(to.clone())) {
+            return Err(PluginError::new(format!(
+                "nothing renamed: target {} already exists",
+                rename.to
+            )));
+        }
+    }
+    for (done, rename) in renames.iter().enumerate() {
+        if let Err(error) = std::fs::rename(cwd.join(&rename.from), cwd.join(&rename.to)) {
+            return Err(PluginError::new(format!(
+                "renaming {} to {} failed after {done} of {} renames: {error}",
+                rename.from,
+                rename.to,
+                renames.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+struct BatchRenamePreview {
+    api: CustomToolApi,
+}
+
+impl CustomTool for BatchRenamePreview {
+    type Params = Params;
+
+    fn name(&self) -> &str {
+        "batch_rename_preview"
+    }
+    fn label(&self) -> &str {
+        "Batch Rename Preview"
+    }
+    fn description(&self) -> &str {
+        "Previews renaming files (replacing `find` with `replace` in each name) and defers the \
+         renames to resolve"
+    }
+    fn deferrable(&self) -> bool {
+        true
+    }
+
+    async fn execute(
+        &self,
+        _tool_call_id: String,
+        params: Params,
+        _ctx: ToolContext,
+    ) -> Result<AgentToolResult, PluginError> {
+        let renames = plan(&params)?;
+        let n = renames.len();
+        let cwd = self.api.cwd().to_owned();
+        let mut text = format!("Prepared rename plan for {n} files");
+        for rename in &renames {
+            text.push_str(&format!("\n{} -> {}", rename.from, rename.to));
+        }
+        self.api.push_pending_action(
+            CustomToolPendingAction::new(
+                format!("Batch rename: {n} files"),
+                move |reason| async move {
+                    apply_plan(&cwd, &renames)?;
+                    Ok(AgentToolResult::text(format!(
+                        "Applied batch rename. Reason: {reason}"
+                    )))
+                },
+            )
+            .with_reject(|reason| async move {
+                Ok(Some(AgentToolResult::text(format!(
+                    "Discarded batch rename. Reason: {reason}"
+                ))))
+            })
+            .with_source_tool_name("batch_rename_preview"),
+        )?;
+        Ok(AgentToolResult::text(text))
+    }
+}
+
+fn factory(api: &CustomToolApi) -> Result<BatchRenamePreview, PluginError> {
+    Ok(BatchRenamePreview { api: api.clone() })
+}
+
+export_plugin!(factory);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(files: &[&str]) -> Params {
+        Params {
+            files: files.iter().map(|f| (*f).to_owned()).collect(),
+            find: "a".into(),
+            replace: "b".into(),
+        }
+    }
+
+    #[test]
+    fn plans_renames_in_file_names_only() {
+        let renames = plan(&params(&["dir_a/a1.txt"])).unwrap();
+        assert_eq!(renames[0].to, "dir_a/b1.txt");
+    }
+
+    #[test]
+    fn apply_renames_nothing_when_a_target_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["a1.txt", "a2.txt", "b2.txt"] {
+            std::fs::write(dir.path().join(name), name).unwrap();
+        }
+        let renames = plan(&params(&["a1.txt", "a2.txt"])).unwrap();
+        let error = apply_plan(dir.path(), &renames).unwrap_err();
+        assert!(error.message().contains("b2.txt"), "{error}");
+        assert!(dir.path().join("a1.txt").exists());
+        assert!(!dir.path().join("b1.txt").exists());
+    }
+
+    #[test]
+    fn apply_refuses_two_sources_onto_one_target() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["a.txt", "b.txt"] {
+            std::fs::write(dir.path().join(name), name).unwrap();
+        }
+        let renames = vec![
+            Rename {
+                from: "a.txt".into(),
+                to: "c.txt".into(),
+            },
+            Rename {
+                from: "b.txt".into(),
+                to: "c.txt".into(),
+            },
+        ];
+        assert!(apply_plan(dir.path(), &renames).is_err());
+        assert!(dir.path().join("a.txt").exists() && dir.path().join("b.txt").exists());
+    }
+}
