@@ -35,6 +35,7 @@ pub mod discovery;
 mod error;
 pub mod library;
 mod plugin_tool;
+mod preflight;
 pub mod render;
 pub mod resolve;
 pub mod session;

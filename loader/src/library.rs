@@ -51,6 +51,10 @@ pub fn load_library(path: &Path) -> Result<PluginLibrary, LoadError> {
     if let Some(library) = cache.get(path) {
         return Ok(*library);
     }
+    crate::preflight::check_library_file(path).map_err(|cause| LoadError::NotALibrary {
+        path: path.to_owned(),
+        cause,
+    })?;
     let header = lib_header_from_path(path).map_err(|error| classify(path, error))?;
     let module = header
         .init_root_module::<PluginModuleRef>()

@@ -6,7 +6,7 @@ use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::std_types::{RResult, RString, RVec};
 
 use crate::ffi::{FfiToolDef, HostApiBox, PluginModule, PluginModuleRef};
-use crate::guard::catch;
+use crate::guard::{catch, install_panic_hook};
 use crate::{CustomToolApi, PluginError, ToolSet};
 
 /// Implemented by the zero-sized type [`crate::export_plugin!`] generates around the factory.
@@ -48,6 +48,7 @@ fn module<F: PluginFactory>() -> PluginModuleRef {
 extern "C" fn create_tools<F: PluginFactory>(
     host: HostApiBox,
 ) -> RResult<RVec<FfiToolDef>, RString> {
+    install_panic_hook();
     let created = catch(|| {
         let api = CustomToolApi::new(host);
         F::create(&api).map(ToolSet::into_defs)

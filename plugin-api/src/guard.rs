@@ -38,14 +38,39 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, PluginError> {
         .map_err(|message| PluginError::new(message.clone()))
 }
 
-/// The message of a caught panic.
+thread_local! {
+    /// Where the last panic on this thread happened, recorded by [`install_panic_hook`].
+    static LAST_PANIC_LOCATION: std::cell::RefCell<Option<String>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Replace the default panic output of this plugin library (a cdylib has its own copy of std,
+/// so this hook sees only the plugin's panics). Instead of printing a message and backtrace
+/// to the host's stderr, remember where the panic happened: the caught panic becomes an error
+/// result that carries the message and the location.
+pub(crate) fn install_panic_hook() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let location = info
+                .location()
+                .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()));
+            LAST_PANIC_LOCATION.with(|last| *last.borrow_mut() = location);
+        }));
+    });
+}
+
+/// The message of a caught panic, with its location when the hook recorded one.
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     let text = payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic payload".to_owned());
-    format!("plugin panicked: {text}")
+    match LAST_PANIC_LOCATION.with(|last| last.borrow_mut().take()) {
+        Some(location) => format!("plugin panicked at {location}: {text}"),
+        None => format!("plugin panicked: {text}"),
+    }
 }
 
 /// Run `f`, turning a panic into a [`PluginError`].

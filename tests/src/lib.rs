@@ -1,0 +1,129 @@
+//! Test support: build the bundled plugins and the `xcsh-plugins` binary with cargo, and find
+//! the real artifacts.
+//!
+//! `cargo test` does not produce `cdylib` files for other packages, so the first test that
+//! needs one runs `cargo build --message-format=json` for every plugin package (a no-op when
+//! they are fresh) and reads the artifact paths from cargo's own report. This must not run in
+//! a build script: a nested cargo there deadlocks on the target-directory lock.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Every plugin package in the workspace.
+pub const PLUGIN_PACKAGES: &[&str] = &[
+    "batch-rename",
+    "fixture-multi",
+    "fixture-faults",
+    "fixture-tokio",
+    "fixture-incompatible",
+    "fixture-noroot",
+    "fixture-factory-panic",
+    "fixture-bad-tools",
+];
+
+/// Paths of the built artifacts, by cargo target name (`batch_rename`, `xcsh-plugins`, ...).
+pub struct Artifacts {
+    by_name: HashMap<String, PathBuf>,
+}
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(".."))
+}
+
+fn build() -> Result<Artifacts, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(workspace_root())
+        .args(["build", "--message-format=json-render-diagnostics"])
+        .args(["-p", "xcsh-loader"]);
+    for package in PLUGIN_PACKAGES {
+        command.args(["-p", package]);
+    }
+    if std::env::var("XCSH_TEST_RELEASE").is_ok() {
+        command.arg("--release");
+    }
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "building the plugins failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let mut by_name = HashMap::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if message["reason"] != "compiler-artifact" {
+            continue;
+        }
+        let name = message["target"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let kinds = &message["target"]["kind"];
+        let is_cdylib = kinds
+            .as_array()
+            .is_some_and(|k| k.iter().any(|k| k == "cdylib"));
+        if is_cdylib {
+            let suffix = std::env::consts::DLL_SUFFIX;
+            if let Some(file) = message["filenames"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.as_str())
+                .find(|f| f.ends_with(suffix))
+            {
+                by_name.insert(name, PathBuf::from(file));
+            }
+        } else if let Some(exe) = message["executable"].as_str() {
+            by_name.insert(name, PathBuf::from(exe));
+        }
+    }
+    Ok(Artifacts { by_name })
+}
+
+/// The artifacts, built once per test process.
+pub fn artifacts() -> &'static Artifacts {
+    static ARTIFACTS: OnceLock<Artifacts> = OnceLock::new();
+    ARTIFACTS.get_or_init(|| match build() {
+        Ok(artifacts) => artifacts,
+        Err(message) => panic!("{message}"),
+    })
+}
+
+impl Artifacts {
+    /// The shared library of a plugin package (`batch-rename` → `.../libbatch_rename.so`).
+    pub fn plugin(&self, package: &str) -> PathBuf {
+        let name = package.replace('-', "_");
+        match self.by_name.get(&name) {
+            Some(path) => path.clone(),
+            None => panic!(
+                "no artifact for {package}; built: {:?}",
+                self.by_name.keys()
+            ),
+        }
+    }
+
+    /// The `xcsh-plugins` executable.
+    pub fn cli(&self) -> PathBuf {
+        match self.by_name.get("xcsh-plugins") {
+            Some(path) => path.clone(),
+            None => panic!("xcsh-plugins was not built"),
+        }
+    }
+}
+
+/// Shorthand for `artifacts().plugin(package)`.
+pub fn plugin(package: &str) -> PathBuf {
+    artifacts().plugin(package)
+}
