@@ -31,6 +31,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "ast-edit")]
+pub mod ast_edit;
 pub mod discovery;
 mod error;
 pub mod library;

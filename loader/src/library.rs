@@ -20,6 +20,7 @@ use crate::LoadError;
 #[derive(Clone, Copy)]
 pub struct PluginLibrary {
     module: PluginModuleRef,
+    api_version: &'static str,
 }
 
 impl std::fmt::Debug for PluginLibrary {
@@ -31,6 +32,11 @@ impl std::fmt::Debug for PluginLibrary {
 impl PluginLibrary {
     pub(crate) fn module(&self) -> PluginModuleRef {
         self.module
+    }
+
+    /// The `xcsh-plugin-api` version the library was built against.
+    pub fn api_version(&self) -> &'static str {
+        self.api_version
     }
 }
 
@@ -59,7 +65,10 @@ pub fn load_library(path: &Path) -> Result<PluginLibrary, LoadError> {
     let module = header
         .init_root_module::<PluginModuleRef>()
         .map_err(|error| classify(path, error))?;
-    let library = PluginLibrary { module };
+    let library = PluginLibrary {
+        module,
+        api_version: header.version_strings().version.as_str(),
+    };
     cache.insert(path.to_owned(), library);
     Ok(library)
 }

@@ -127,3 +127,44 @@ impl Artifacts {
 pub fn plugin(package: &str) -> PathBuf {
     artifacts().plugin(package)
 }
+
+/// The `ast-grep` CLI to compare `ast_edit` against: `$AST_GREP_BIN`, the copy `.ci/run`
+/// installs under `target/npm`, one on `PATH`, or a fresh `npm install` into `target/npm`.
+/// `Err` says why there is none (the caller skips with that reason).
+pub fn ast_grep_cli() -> Result<PathBuf, String> {
+    if let Some(bin) = std::env::var_os("AST_GREP_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
+    let local = workspace_root().join("target/npm/node_modules/.bin/ast-grep");
+    if local.is_file() {
+        return Ok(local);
+    }
+    if Command::new("ast-grep")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return Ok(PathBuf::from("ast-grep"));
+    }
+    let prefix = workspace_root().join("target/npm");
+    let installed = Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--prefix",
+        ])
+        .arg(&prefix)
+        .arg("@ast-grep/cli@0.51.1")
+        .output()
+        .map_err(|e| format!("npm is not available ({e})"))?;
+    if installed.status.success() && local.is_file() {
+        Ok(local)
+    } else {
+        Err(format!(
+            "npm install @ast-grep/cli failed: {}",
+            String::from_utf8_lossy(&installed.stderr).trim()
+        ))
+    }
+}

@@ -1,6 +1,8 @@
 //! The `xcsh-plugins` binary, run as a user would: the core issue's acceptance scenario and
 //! the error paths.
 
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -207,8 +209,15 @@ fn list_exits_one_on_load_errors_and_speaks_json() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(doc["tools"][0]["name"], "batch_rename_preview");
-    assert_eq!(doc["tools"][0]["deferrable"], true);
+    let tools = doc["tools"].as_array().unwrap();
+    let rename = tools
+        .iter()
+        .find(|t| t["name"] == "batch_rename_preview")
+        .unwrap();
+    assert_eq!(rename["deferrable"], true);
+    assert!(tools
+        .iter()
+        .any(|t| t["name"] == "resolve" && t["hidden"] == true));
     assert!(doc["errors"][0]["path"]
         .as_str()
         .unwrap()

@@ -1,6 +1,8 @@
 //! Plugin faults never take the host down: each fault gives a clear error, the process keeps
 //! running, and the other tools still work.
 
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
 use std::time::Duration;
 
 use serde_json::{json, Value};

@@ -1,5 +1,7 @@
 //! Loading real plugin libraries: discovery, ABI checks, and every load error the spec names.
 
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
@@ -69,7 +71,7 @@ fn a_directory_of_junk_reports_each_file_and_still_loads_the_good_one() {
     std::fs::write(tools.join("README.txt"), b"not a candidate").unwrap();
     std::fs::write(tools.join(lib_name("good")), &real).unwrap();
 
-    let session = session_with(dir.path(), &[tools.clone()]);
+    let session = session_with(dir.path(), std::slice::from_ref(&tools));
     let errors = session.load_errors();
     assert_eq!(errors.len(), 3, "{errors:#?}");
     for (error, stem) in errors.iter().zip(["empty", "junk", "truncated"]) {

@@ -1,6 +1,8 @@
 //! The pending-action flow through real plugins: preview, `resolve`, LIFO, steering, and the
 //! store's absence.
 
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -318,10 +320,7 @@ async fn sessions_never_share_a_store() {
         NO_PENDING_ACTION
     );
     assert_eq!(listing(dir.path()), ["a1.txt", "a2.txt"]);
-    assert_eq!(
-        first.call("resolve", resolve("apply", "x")).await.is_error,
-        false
-    );
+    assert!(!first.call("resolve", resolve("apply", "x")).await.is_error);
     assert_eq!(listing(dir.path()), ["b1.txt", "b2.txt"]);
 }
 

@@ -10,7 +10,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod call;
+mod check;
+mod demo;
 mod list;
+mod mcp;
+mod new;
 mod output;
 
 /// Load, inspect and run xcsh native tool plugins.
@@ -39,6 +43,14 @@ enum Command {
     List,
     /// Run one tool in a fresh session, then resolve what it left pending.
     Call(call::CallArgs),
+    /// Serve the loaded tools over MCP on stdio (one session per process).
+    Mcp,
+    /// Load each plugin alone and validate it (ABI, tools, schemas); exit 1 on any problem.
+    Check(check::CheckArgs),
+    /// Scaffold a plugin crate that builds and loads as is.
+    New(new::NewArgs),
+    /// Walk through preview, resolve and rendering on the bundled plugins in a scratch directory.
+    Demo(demo::DemoArgs),
 }
 
 /// Options shared by every command that builds a session.
@@ -57,8 +69,15 @@ impl HostOptions {
         for plugin in &self.plugins {
             builder = builder.plugin(plugin);
         }
-        builder
+        with_builtins(builder)
     }
+}
+
+/// Add the tools compiled into this host.
+pub fn with_builtins(builder: xcsh_loader::SessionBuilder) -> xcsh_loader::SessionBuilder {
+    #[cfg(feature = "ast-edit")]
+    let builder = builder.builtin(xcsh_loader::ast_edit::ast_edit_tool());
+    builder
 }
 
 fn main() -> ExitCode {
@@ -107,5 +126,11 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::List => Ok(list::run(&host)),
         Command::Call(args) => runtime.block_on(call::run(&host, args)),
+        Command::Mcp => mcp::run(&host),
+        Command::Check(args) => Ok(check::run(args, &host.cwd, host.json)),
+        Command::New(args) => new::run(args, &host.cwd).map(|()| ExitCode::SUCCESS),
+        Command::Demo(args) => runtime
+            .block_on(demo::run(&host, args))
+            .map(|()| ExitCode::SUCCESS),
     }
 }

@@ -1,0 +1,100 @@
+//! `ast_edit`'s arguments: the serde + schemars type the session validates calls against, and
+//! the checks whose exact messages SPEC 5 fixes. The schema is kept loose on purpose (no
+//! `minItems`, no `minimum`) so those cases reach [`check`] and get the contract's wording.
+
+use ast_grep_language::SupportLang;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::lang;
+
+/// The arguments of `ast_edit`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AstEditParams {
+    /// Rewrite ops as `[{ "pat": ..., "out": ... }]`. Every op is matched against the original
+    /// text; metavariables captured by `pat` (`$A`, `$$$ARGS`) may be used in `out`.
+    pub ops: Vec<RewriteOp>,
+    /// Language of the patterns: rust, typescript, tsx, javascript or python (aliases such as
+    /// rs, ts, js, py work). Default: inferred for each file from its extension.
+    pub lang: Option<String>,
+    /// File, directory, glob (`src/**/*.ts`), or a comma-separated list of these, relative to
+    /// the working directory. Default: the working directory.
+    pub path: Option<String>,
+    /// Only files matching this glob: `*.ts` matches file names at any depth, a glob with a `/`
+    /// matches the path relative to each searched directory.
+    pub glob: Option<String>,
+    /// Contextual selector: `pat` is parsed as context and the node of this kind inside it is
+    /// the pattern (for fragments that do not parse alone, e.g. `pat: "class A { $F = $V }"`,
+    /// `sel: "public_field_definition"`).
+    pub sel: Option<String>,
+    /// Maximum number of replacements (positive). Files are taken in path order.
+    pub limit: Option<f64>,
+}
+
+/// One rewrite: structural pattern and replacement template.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(inline)]
+pub struct RewriteOp {
+    /// AST pattern to match.
+    pub pat: String,
+    /// Replacement template.
+    pub out: String,
+}
+
+/// Arguments after the SPEC 5 checks.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// `(pat, out)` pairs, in the order given.
+    pub ops: Vec<(String, String)>,
+    /// The explicit language, if any.
+    pub lang: Option<SupportLang>,
+    /// The raw `path` argument, if non-blank.
+    pub path: Option<String>,
+    /// The `glob` filter, if non-blank.
+    pub glob: Option<String>,
+    /// The contextual selector, if non-blank.
+    pub sel: Option<String>,
+    /// The replacement cap.
+    pub limit: Option<usize>,
+}
+
+fn non_blank(value: Option<String>) -> Option<String> {
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// Run the checks SPEC 5 names, in the order the original tool ran them.
+pub fn check(params: AstEditParams) -> Result<Checked, String> {
+    if params.ops.is_empty() {
+        return Err("`ops` must include at least one op entry".to_owned());
+    }
+    let mut ops: Vec<(String, String)> = Vec::with_capacity(params.ops.len());
+    for (index, op) in params.ops.into_iter().enumerate() {
+        if op.pat.trim().is_empty() {
+            return Err(format!("`ops[{index}].pat` must be a non-empty pattern"));
+        }
+        ops.push((op.pat, op.out));
+    }
+    for (index, (pat, _)) in ops.iter().enumerate() {
+        if ops[..index].iter().any(|(seen, _)| seen == pat) {
+            return Err(format!("Duplicate rewrite pattern: {pat}"));
+        }
+    }
+    let limit = match params.limit {
+        None => None,
+        Some(raw) if raw.is_finite() && raw.floor() >= 1.0 => Some(raw.floor() as usize),
+        Some(_) => return Err("limit must be a positive number".to_owned()),
+    };
+    let lang = non_blank(params.lang)
+        .map(|l| lang::parse(&l))
+        .transpose()?;
+    Ok(Checked {
+        ops,
+        lang,
+        path: non_blank(params.path),
+        glob: non_blank(params.glob),
+        sel: non_blank(params.sel),
+        limit,
+    })
+}

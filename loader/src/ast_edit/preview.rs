@@ -1,0 +1,134 @@
+//! The preview `ast_edit` returns (nothing is written): `-line:col before` / `+line:col after`
+//! pairs, grouped under `# file (n replacements)` headers unless `path` named one file, then
+//! the limit note and the parse issues; plus the `details` JSON and the pending action's label.
+
+use serde_json::{json, Value};
+
+use super::search::FileEdits;
+
+/// Shown when the limit cut the preview.
+pub const LIMIT_REACHED: &str = "Limit reached; narrow path or increase limit.";
+/// Shown when nothing matched.
+pub const NO_REPLACEMENTS: &str = "No replacements made";
+/// At most this many parse issues are listed.
+pub const MAX_ISSUES: usize = 20;
+/// Before/after texts are cut to this many characters.
+const MAX_SNIPPET: usize = 200;
+
+/// A file of the preview: its displayed path and its replacements.
+pub struct Shown<'a> {
+    /// Path relative to the working directory.
+    pub display: &'a str,
+    /// The file's replacements.
+    pub edits: &'a FileEdits,
+}
+
+/// Everything the preview text and details are made from.
+pub struct Summary<'a> {
+    /// Files with replacements (after the limit), in path order.
+    pub files: Vec<Shown<'a>>,
+    /// Files looked at.
+    pub files_searched: usize,
+    /// Files skipped for their size.
+    pub files_skipped: usize,
+    /// Whether the limit cut replacements.
+    pub limit_reached: bool,
+    /// Parse problems, in order.
+    pub issues: &'a [String],
+    /// Whether `path` named one file.
+    pub single_file: bool,
+    /// The `path` argument as given, or `.`.
+    pub scope: &'a str,
+}
+
+/// `1 replacement`, `2 replacements`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+impl Summary<'_> {
+    /// Total replacements previewed.
+    pub fn total(&self) -> usize {
+        self.files.iter().map(|f| f.edits.replacements.len()).sum()
+    }
+
+    /// `AST Edit: {n} replacement{s} in {m} file{s}`.
+    pub fn label(&self) -> String {
+        format!(
+            "AST Edit: {} in {}",
+            count(self.total(), "replacement"),
+            count(self.files.len(), "file")
+        )
+    }
+
+    /// The preview text.
+    pub fn text(&self) -> String {
+        let mut lines: Vec<String> = Vec::new();
+        if self.files.is_empty() {
+            lines.push(NO_REPLACEMENTS.to_owned());
+        }
+        for file in &self.files {
+            if !self.single_file {
+                if !lines.is_empty() {
+                    lines.push(String::new());
+                }
+                let n = file.edits.replacements.len();
+                lines.push(format!("# {} ({n} replacement(s))", file.display));
+            }
+            for r in &file.edits.replacements {
+                lines.push(format!("-{}:{} {}", r.line, r.column, snippet(&r.before)));
+                lines.push(format!("+{}:{} {}", r.line, r.column, snippet(&r.text)));
+            }
+        }
+        if self.limit_reached {
+            lines.extend([String::new(), LIMIT_REACHED.to_owned()]);
+        }
+        if !self.issues.is_empty() {
+            lines.extend([String::new(), "Parse issues:".to_owned()]);
+            lines.extend(
+                self.issues
+                    .iter()
+                    .take(MAX_ISSUES)
+                    .map(|i| format!("- {i}")),
+            );
+            if self.issues.len() > MAX_ISSUES {
+                lines.push(format!("- … and {} more", self.issues.len() - MAX_ISSUES));
+            }
+        }
+        lines.join("\n")
+    }
+
+    /// The preview's `details`.
+    pub fn details(&self) -> Value {
+        json!({
+            "totalReplacements": self.total(),
+            "filesTouched": self.files.len(),
+            "filesSearched": self.files_searched,
+            "filesSkipped": self.files_skipped,
+            "limitReached": self.limit_reached,
+            "applied": false,
+            "scopePath": self.scope,
+            "parseErrors": self.issues,
+            "fileReplacements": self.files.iter().map(|f| json!({
+                "path": f.display,
+                "count": f.edits.replacements.len(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// The first line of `text`, cut to [`MAX_SNIPPET`] characters; `…` marks anything left out.
+fn snippet(text: &str) -> String {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("");
+    let more_lines = lines.next().is_some();
+    let mut shown: String = first.chars().take(MAX_SNIPPET).collect();
+    if more_lines || first.chars().count() > MAX_SNIPPET {
+        shown.push('…');
+    }
+    shown
+}

@@ -1,0 +1,168 @@
+//! Argument errors: each SPEC 5 message, unknown and disabled languages, invalid patterns.
+
+use serde_json::json;
+
+use super::{assert_error, edit, session, tree};
+
+#[tokio::test]
+async fn empty_ops_are_refused() {
+    let dir = tree(&[("a.rs", "fn main() {}\n")]);
+    let s = session(dir.path());
+    let out = edit(&s, json!({"ops": []})).await;
+    assert_error(&out, "`ops` must include at least one op entry");
+}
+
+#[tokio::test]
+async fn empty_pattern_is_refused_with_its_index() {
+    let dir = tree(&[("a.rs", "fn main() {}\n")]);
+    let s = session(dir.path());
+    let ops = json!([{"pat": "foo($A)", "out": "bar($A)"}, {"pat": "  ", "out": "x"}]);
+    let out = edit(&s, json!({ "ops": ops })).await;
+    assert_error(&out, "`ops[1].pat` must be a non-empty pattern");
+}
+
+#[tokio::test]
+async fn duplicate_pattern_is_refused() {
+    let dir = tree(&[("a.rs", "fn main() {}\n")]);
+    let s = session(dir.path());
+    let ops = json!([{"pat": "foo($A)", "out": "bar($A)"}, {"pat": "foo($A)", "out": "baz($A)"}]);
+    let out = edit(&s, json!({ "ops": ops })).await;
+    assert_error(&out, "Duplicate rewrite pattern: foo($A)");
+}
+
+#[tokio::test]
+async fn non_positive_limits_are_refused() {
+    let dir = tree(&[("a.rs", "fn main() { foo(1); }\n")]);
+    let s = session(dir.path());
+    for limit in [json!(0), json!(-3), json!(0.5)] {
+        let args = json!({"ops": [{"pat": "foo($A)", "out": "bar($A)"}], "limit": limit});
+        assert_error(&edit(&s, args).await, "limit must be a positive number");
+    }
+    assert!(!s.has_pending());
+}
+
+#[tokio::test]
+async fn missing_paths_are_named() {
+    let dir = tree(&[("a.rs", "fn main() {}\n")]);
+    let s = session(dir.path());
+    let op = json!([{"pat": "foo($A)", "out": "bar($A)"}]);
+    for path in ["nope.rs", "missing/dir", "missing/*.rs", "a.rs, gone.rs"] {
+        let out = edit(&s, json!({"ops": op, "path": path})).await;
+        let shown = path.rsplit(", ").next().unwrap_or(path);
+        assert_error(&out, &format!("Path not found: {shown}"));
+    }
+}
+
+#[tokio::test]
+async fn unknown_language_is_an_error() {
+    let dir = tree(&[("a.rs", "fn main() {}\n")]);
+    let s = session(dir.path());
+    let out = edit(
+        &s,
+        json!({"ops": [{"pat": "x", "out": "y"}], "lang": "klingon"}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(out
+        .text()
+        .starts_with("Unknown language `klingon`; supported languages: rust"));
+}
+
+#[tokio::test]
+async fn disabled_language_is_an_error_not_a_panic() {
+    let dir = tree(&[("main.go", "package main\nfunc main() { foo(1) }\n")]);
+    let s = session(dir.path());
+    let op = json!([{"pat": "foo($A)", "out": "bar($A)"}]);
+    let out = edit(&s, json!({"ops": op, "lang": "go"})).await;
+    assert!(out.is_error);
+    assert!(
+        out.text().contains("is not enabled in this build"),
+        "{}",
+        out.text()
+    );
+    // An explicit file of a disabled language, without `lang`.
+    let out = edit(&s, json!({"ops": op, "path": "main.go"})).await;
+    assert!(out.is_error);
+    assert!(
+        out.text().contains("language go is not enabled"),
+        "{}",
+        out.text()
+    );
+    // While walking, such files are simply not candidates.
+    let out = edit(&s, json!({"ops": op})).await;
+    assert_eq!(super::ok_text(&out), "No replacements made");
+}
+
+#[tokio::test]
+async fn uninferable_file_needs_lang() {
+    let dir = tree(&[("notes.txt", "foo(1)\n")]);
+    let s = session(dir.path());
+    let op = json!([{"pat": "foo($A)", "out": "bar($A)"}]);
+    let out = edit(&s, json!({"ops": op, "path": "notes.txt"})).await;
+    assert!(out.is_error);
+    assert!(out
+        .text()
+        .starts_with("Cannot infer the language of notes.txt"));
+    let out = edit(
+        &s,
+        json!({"ops": op, "path": "notes.txt", "lang": "python"}),
+    )
+    .await;
+    assert_eq!(super::ok_text(&out), "-1:1 foo(1)\n+1:1 bar(1)");
+}
+
+#[tokio::test]
+async fn invalid_pattern_names_pattern_and_complaint() {
+    let dir = tree(&[("a.rs", "fn main() {}\n")]);
+    let s = session(dir.path());
+    let out = edit(
+        &s,
+        json!({"ops": [{"pat": "a; b", "out": "c"}], "lang": "rust"}),
+    )
+    .await;
+    assert!(out.is_error);
+    let text = out.text();
+    assert!(text.starts_with("Invalid pattern `a; b`: rust: "), "{text}");
+    assert!(text.contains("Multiple AST nodes"), "{text}");
+    let out = edit(
+        &s,
+        json!({"ops": [{"pat": "fn (", "out": "c"}], "lang": "rust"}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(
+        out.text().starts_with("Invalid pattern `fn (`"),
+        "{}",
+        out.text()
+    );
+}
+
+#[tokio::test]
+async fn invalid_selector_is_an_invalid_pattern() {
+    let dir = tree(&[("a.rs", "fn main() {}\n")]);
+    let s = session(dir.path());
+    let args =
+        json!({"ops": [{"pat": "foo($A)", "out": "x"}], "lang": "rust", "sel": "no_such_kind"});
+    let out = edit(&s, args).await;
+    assert!(out.is_error);
+    assert!(
+        out.text().starts_with("Invalid pattern `foo($A)`: rust: "),
+        "{}",
+        out.text()
+    );
+}
+
+#[tokio::test]
+async fn unknown_fields_fail_schema_validation() {
+    let dir = tree(&[("a.rs", "fn main() {}\n")]);
+    let s = session(dir.path());
+    let out = edit(
+        &s,
+        json!({"ops": [{"pat": "x", "out": "y"}], "preview": true}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(out
+        .text()
+        .starts_with("Invalid arguments for tool \"ast_edit\""));
+}

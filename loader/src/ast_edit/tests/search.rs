@@ -1,0 +1,261 @@
+//! Previews: formats, limit, selector, globs, comma lists, `.gitignore`, parse issues,
+//! overlaps, and one rewrite per compiled grammar.
+
+use serde_json::json;
+
+use super::{details, edit, ok_text, read, resolve, session, tree};
+
+const RUST: &str = "fn main() {\n    foo(1);\n    foo(2);\n}\n";
+
+#[tokio::test]
+async fn single_file_preview_writes_nothing_and_pushes_one_action() {
+    let dir = tree(&[("a.rs", RUST)]);
+    let s = session(dir.path());
+    let args = json!({"ops": [{"pat": "foo($A)", "out": "bar($A)"}], "path": "a.rs"});
+    let text = ok_text(&edit(&s, args).await);
+    assert_eq!(text, "-2:5 foo(1)\n+2:5 bar(1)\n-3:5 foo(2)\n+3:5 bar(2)");
+    assert_eq!(read(dir.path(), "a.rs"), RUST);
+    let store = s.store().expect("the session has a store");
+    assert_eq!(store.count(), 1);
+    let top = store.peek().expect("one pending action");
+    assert_eq!(top.label, "AST Edit: 2 replacements in 1 file");
+    assert_eq!(top.source_tool_name, "ast_edit");
+}
+
+#[tokio::test]
+async fn directory_preview_is_grouped_and_sorted() {
+    let dir = tree(&[
+        ("src/b.rs", "fn b() { foo(2); }\n"),
+        ("src/a.rs", "fn a() { foo(1); }\n"),
+        ("z.py", "foo(3)\n"),
+        ("no.rs", "fn no() {}\n"),
+    ]);
+    let s = session(dir.path());
+    let out = edit(&s, json!({"ops": [{"pat": "foo($A)", "out": "bar($A)"}]})).await;
+    let text = ok_text(&out);
+    assert_eq!(
+        text,
+        "# src/a.rs (1 replacement(s))\n-1:10 foo(1)\n+1:10 bar(1)\n\n\
+         # src/b.rs (1 replacement(s))\n-1:10 foo(2)\n+1:10 bar(2)\n\n\
+         # z.py (1 replacement(s))\n-1:1 foo(3)\n+1:1 bar(3)"
+    );
+    let d = details(&out);
+    assert_eq!(d["totalReplacements"], 3);
+    assert_eq!(d["filesTouched"], 3);
+    assert_eq!(d["filesSearched"], 4);
+    assert_eq!(d["limitReached"], false);
+    assert_eq!(
+        d["fileReplacements"][0],
+        json!({"path": "src/a.rs", "count": 1})
+    );
+    let label = s.store().and_then(|st| st.peek()).map(|p| p.label);
+    assert_eq!(
+        label.as_deref(),
+        Some("AST Edit: 3 replacements in 3 files")
+    );
+}
+
+#[tokio::test]
+async fn no_match_pushes_nothing() {
+    let dir = tree(&[("a.rs", RUST)]);
+    let s = session(dir.path());
+    let out = edit(&s, json!({"ops": [{"pat": "nothing($A)", "out": "x"}]})).await;
+    assert_eq!(ok_text(&out), "No replacements made");
+    assert_eq!(details(&out)["totalReplacements"], 0);
+    assert!(!s.has_pending());
+}
+
+#[tokio::test]
+async fn limit_cuts_in_path_order_and_apply_writes_only_those() {
+    let dir = tree(&[("a.rs", RUST), ("b.rs", "fn b() { foo(3); }\n")]);
+    let s = session(dir.path());
+    let args = json!({"ops": [{"pat": "foo($A)", "out": "bar($A)"}], "limit": 1.9});
+    let out = edit(&s, args).await;
+    let text = ok_text(&out);
+    assert!(
+        text.ends_with("\n\nLimit reached; narrow path or increase limit."),
+        "{text}"
+    );
+    assert_eq!(details(&out)["totalReplacements"], 1);
+    assert_eq!(details(&out)["limitReached"], true);
+    assert_eq!(
+        ok_text(&resolve(&s, "apply").await),
+        "Applied 1 replacement(s) in 1 file(s)."
+    );
+    assert_eq!(
+        read(dir.path(), "a.rs"),
+        RUST.replacen("foo(1)", "bar(1)", 1)
+    );
+    assert_eq!(read(dir.path(), "b.rs"), "fn b() { foo(3); }\n");
+}
+
+#[tokio::test]
+async fn selector_matches_a_node_inside_its_context() {
+    let src = "class B {\n  x = 1;\n  y = 2;\n}\nlet z = 3;\n";
+    let dir = tree(&[("a.js", src)]);
+    let s = session(dir.path());
+    let args = json!({
+        "ops": [{"pat": "class A { $F = $V }", "out": "$F = 0"}],
+        "sel": "field_definition",
+        "lang": "javascript",
+    });
+    let text = ok_text(&edit(&s, args).await);
+    assert_eq!(
+        text,
+        "# a.js (2 replacement(s))\n-2:3 x = 1\n+2:3 x = 0\n-3:3 y = 2\n+3:3 y = 0"
+    );
+    ok_text(&resolve(&s, "apply").await);
+    assert_eq!(
+        read(dir.path(), "a.js"),
+        "class B {\n  x = 0;\n  y = 0;\n}\nlet z = 3;\n"
+    );
+}
+
+#[tokio::test]
+async fn glob_filter_and_path_globs() {
+    let dir = tree(&[
+        ("src/a.ts", "foo(1);\n"),
+        ("src/b.js", "foo(2);\n"),
+        ("src/deep/c.ts", "foo(3);\n"),
+    ]);
+    let s = session(dir.path());
+    let op = json!([{"pat": "foo($A)", "out": "bar($A)"}]);
+    let files = |out: &crate::ToolOutcome| {
+        let d = details(out);
+        let list = d["fileReplacements"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        list.iter()
+            .map(|f| f["path"].as_str().unwrap_or("").to_owned())
+            .collect::<Vec<_>>()
+    };
+    let out = edit(&s, json!({"ops": op, "glob": "*.ts"})).await;
+    assert_eq!(files(&out), ["src/a.ts", "src/deep/c.ts"]);
+    let out = edit(&s, json!({"ops": op, "path": "src/*.ts"})).await;
+    assert_eq!(files(&out), ["src/a.ts"]);
+    let out = edit(&s, json!({"ops": op, "path": "src/**/*.{ts,js}"})).await;
+    assert_eq!(files(&out), ["src/a.ts", "src/b.js", "src/deep/c.ts"]);
+    let out = edit(&s, json!({"ops": op, "path": "src", "glob": "deep/*.ts"})).await;
+    assert_eq!(files(&out), ["src/deep/c.ts"]);
+}
+
+#[tokio::test]
+async fn comma_lists_combine_files_and_directories() {
+    let dir = tree(&[
+        ("a.rs", "fn a() { foo(1); }\n"),
+        ("lib/b.rs", "fn b() { foo(2); }\n"),
+        ("other/c.rs", "fn c() { foo(3); }\n"),
+    ]);
+    let s = session(dir.path());
+    let args = json!({"ops": [{"pat": "foo($A)", "out": "bar($A)"}], "path": "a.rs, lib,a.rs"});
+    let out = edit(&s, args).await;
+    let text = ok_text(&out);
+    assert!(text.starts_with("# a.rs (1 replacement(s))\n"), "{text}");
+    assert!(text.contains("# lib/b.rs (1 replacement(s))"), "{text}");
+    assert_eq!(details(&out)["totalReplacements"], 2);
+}
+
+#[tokio::test]
+async fn gitignore_hidden_and_binary_files_are_left_alone() {
+    let dir = tree(&[
+        (".gitignore", "ignored/\n*.gen.rs\n"),
+        ("kept.rs", "fn k() { foo(1); }\n"),
+        ("ignored/x.rs", "fn x() { foo(2); }\n"),
+        ("out.gen.rs", "fn g() { foo(3); }\n"),
+        (".hidden/y.rs", "fn y() { foo(4); }\n"),
+        ("bin.rs", "fn b() { foo(5); }\0\n"),
+    ]);
+    let s = session(dir.path());
+    let out = edit(&s, json!({"ops": [{"pat": "foo($A)", "out": "bar($A)"}]})).await;
+    assert_eq!(
+        details(&out)["fileReplacements"],
+        json!([{"path": "kept.rs", "count": 1}])
+    );
+    ok_text(&resolve(&s, "apply").await);
+    assert_eq!(read(dir.path(), "kept.rs"), "fn k() { bar(1); }\n");
+    assert_eq!(read(dir.path(), "ignored/x.rs"), "fn x() { foo(2); }\n");
+    assert_eq!(read(dir.path(), "out.gen.rs"), "fn g() { foo(3); }\n");
+    assert_eq!(read(dir.path(), ".hidden/y.rs"), "fn y() { foo(4); }\n");
+}
+
+#[tokio::test]
+async fn parse_problems_are_listed_and_capped() {
+    let mut files: Vec<(String, String)> = (0..22)
+        .map(|i| (format!("broken{i:02}.rs"), "fn f( { foo(1); }\n".to_owned()))
+        .collect();
+    files.push(("ok.rs".to_owned(), "fn ok() { foo(9); }\n".to_owned()));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let dir = tree(&refs);
+    let s = session(dir.path());
+    let out = edit(&s, json!({"ops": [{"pat": "foo($A)", "out": "bar($A)"}]})).await;
+    let text = ok_text(&out);
+    assert!(
+        text.contains("\n\nParse issues:\n- broken00.rs: parse error"),
+        "{text}"
+    );
+    assert!(text.ends_with("\n- … and 2 more"), "{text}");
+    assert_eq!(text.matches("\n- broken").count(), 20);
+    assert_eq!(
+        details(&out)["parseErrors"].as_array().map(Vec::len),
+        Some(22)
+    );
+    assert_eq!(details(&out)["totalReplacements"], 1);
+    // With nothing to replace, the issues still show.
+    let out = edit(
+        &s,
+        json!({"ops": [{"pat": "foo($A)", "out": "x"}], "path": "broken00.rs"}),
+    )
+    .await;
+    assert!(ok_text(&out).starts_with("No replacements made\n\nParse issues:\n- broken00.rs"));
+}
+
+#[tokio::test]
+async fn overlapping_ops_are_refused() {
+    let dir = tree(&[("a.rs", RUST)]);
+    let s = session(dir.path());
+    let ops = json!([{"pat": "foo($A)", "out": "bar($A)"}, {"pat": "foo(1)", "out": "one()"}]);
+    let out = edit(&s, json!({ "ops": ops })).await;
+    assert!(out.is_error);
+    assert!(out
+        .text()
+        .starts_with("Overlapping edits in a.rs: `foo($A)` at 2:5 and `foo(1)` at 2:5"));
+    assert!(!s.has_pending());
+}
+
+#[tokio::test]
+async fn rewrites_follow_ast_grep_semantics() {
+    // The replaced range is the pattern's extent (the `;` stays) and an outer match wins.
+    let dir = tree(&[("a.ts", "var a = 1;\nSome(Some(1));\n")]);
+    let s = session(dir.path());
+    let ops =
+        json!([{"pat": "var $A = $B", "out": "let $A = $B"}, {"pat": "Some($X)", "out": "$X"}]);
+    ok_text(&edit(&s, json!({ "ops": ops })).await);
+    ok_text(&resolve(&s, "apply").await);
+    assert_eq!(read(dir.path(), "a.ts"), "let a = 1;\nSome(1);\n");
+}
+
+#[tokio::test]
+async fn every_compiled_grammar_rewrites() {
+    let dir = tree(&[
+        ("a.rs", "fn a() { foo(1); }\n"),
+        ("b.ts", "const b: number = foo(1);\n"),
+        ("c.tsx", "const c = <div>{foo(1)}</div>;\n"),
+        ("d.js", "foo(1);\n"),
+        ("e.py", "x = foo(1)\n"),
+    ]);
+    let s = session(dir.path());
+    let out = edit(&s, json!({"ops": [{"pat": "foo($A)", "out": "bar($A)"}]})).await;
+    assert_eq!(details(&out)["filesTouched"], 5, "{}", out.text());
+    ok_text(&resolve(&s, "apply").await);
+    for file in ["a.rs", "b.ts", "c.tsx", "d.js", "e.py"] {
+        let content = read(dir.path(), file);
+        assert!(
+            content.contains("bar(1)") && !content.contains("foo"),
+            "{file}: {content}"
+        );
+    }
+}

@@ -1,0 +1,84 @@
+//! `ast_edit` in a session: registration, LIFO of previews, no store.
+
+use serde_json::json;
+
+use super::{assert_error, edit, ok_text, read, resolve, session, tree};
+use crate::{Session, STORE_UNAVAILABLE};
+
+#[test]
+fn registers_as_a_deferrable_builtin_with_resolve() {
+    let dir = tree(&[]);
+    let s = session(dir.path());
+    assert!(s.load_errors().is_empty(), "{:?}", s.load_errors());
+    assert!(s.has_resolve());
+    let spec = s
+        .tools()
+        .into_iter()
+        .find(|t| t.name == "ast_edit")
+        .cloned();
+    let spec = spec.expect("ast_edit is registered");
+    assert!(spec.deferrable && !spec.hidden);
+    assert_eq!(spec.label, "AST Edit");
+    assert_eq!(spec.parameters["type"], "object");
+    assert_eq!(spec.parameters["required"], json!(["ops"]));
+    assert_eq!(
+        spec.parameters["properties"]["ops"]["items"]["required"],
+        json!(["pat", "out"])
+    );
+}
+
+#[tokio::test]
+async fn two_previews_resolve_newest_first() {
+    let dir = tree(&[
+        ("a.rs", "fn a() { foo(1); }\n"),
+        ("b.py", "foo(2)\nfoo(3)\n"),
+    ]);
+    let s = session(dir.path());
+    let op = json!([{"pat": "foo($A)", "out": "bar($A)"}]);
+    ok_text(&edit(&s, json!({"ops": op, "path": "a.rs"})).await);
+    ok_text(&edit(&s, json!({"ops": op, "path": "b.py"})).await);
+    assert_eq!(s.store().map(|st| st.count()), Some(2));
+    assert_eq!(s.take_steering_messages().len(), 2);
+
+    let first = resolve(&s, "apply").await;
+    assert_eq!(ok_text(&first), "Applied 2 replacement(s) in 1 file(s).");
+    assert_eq!(
+        first.result.details.as_ref().map(|d| d["label"].clone()),
+        Some(json!("AST Edit: 2 replacements in 1 file"))
+    );
+    assert_eq!(read(dir.path(), "b.py"), "bar(2)\nbar(3)\n");
+    assert_eq!(read(dir.path(), "a.rs"), "fn a() { foo(1); }\n");
+
+    let second = resolve(&s, "apply").await;
+    assert_eq!(ok_text(&second), "Applied 1 replacement(s) in 1 file(s).");
+    assert_eq!(read(dir.path(), "a.rs"), "fn a() { bar(1); }\n");
+    assert!(!s.has_pending());
+}
+
+#[tokio::test]
+async fn an_older_preview_of_a_file_the_newer_one_changed_is_refused() {
+    let dir = tree(&[("a.rs", "fn a() { foo(1); baz(2); }\n")]);
+    let s = session(dir.path());
+    ok_text(&edit(&s, json!({"ops": [{"pat": "foo($A)", "out": "bar($A)"}]})).await);
+    ok_text(&edit(&s, json!({"ops": [{"pat": "baz($A)", "out": "qux($A)"}]})).await);
+    ok_text(&resolve(&s, "apply").await);
+    let older = resolve(&s, "apply").await;
+    assert!(older.is_error);
+    assert!(older.text().contains("a.rs (modified)"), "{}", older.text());
+    assert_eq!(read(dir.path(), "a.rs"), "fn a() { foo(1); qux(2); }\n");
+}
+
+#[tokio::test]
+async fn without_a_store_the_preview_fails_and_nothing_is_written() {
+    let dir = tree(&[("a.rs", "fn a() { foo(1); }\n")]);
+    let s = Session::builder(dir.path())
+        .default_dirs(false)
+        .without_store()
+        .builtin(super::ast_edit_tool())
+        .build();
+    let out = edit(&s, json!({"ops": [{"pat": "foo($A)", "out": "bar($A)"}]})).await;
+    assert_error(&out, STORE_UNAVAILABLE);
+    assert_eq!(read(dir.path(), "a.rs"), "fn a() { foo(1); }\n");
+    let out = edit(&s, json!({"ops": [{"pat": "nothing($A)", "out": "x"}]})).await;
+    assert_eq!(ok_text(&out), "No replacements made");
+}

@@ -1,0 +1,283 @@
+//! `xcsh-plugins demo`: the first thing a newcomer runs. In a scratch directory it previews a
+//! batch rename, applies it through `resolve`, previews a second change and discards it,
+//! printing each step the way an agent runtime would see it.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::{json, Value};
+use xcsh_loader::render::sanitize;
+use xcsh_loader::{render_resolve, Provider, RenderStyle, Session, ToolOutcome};
+
+use crate::output::{stdout_color, width};
+use crate::HostOptions;
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Keep the scratch directory afterwards (its path is printed).
+    #[arg(long)]
+    keep: bool,
+}
+
+/// The directory holding this executable, where `cargo build` also puts the bundled plugins.
+pub fn bundled_plugin_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.to_path_buf();
+    let marker = dir.join(format!(
+        "{}batch_rename{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    marker.is_file().then_some(dir)
+}
+
+struct Scratch {
+    dir: PathBuf,
+    keep: bool,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn scratch_dir(keep: bool) -> Result<Scratch, String> {
+    let base = std::env::temp_dir();
+    for attempt in 0..100u32 {
+        let dir = base.join(format!("xcsh-demo-{}-{attempt}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(Scratch { dir, keep }),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(format!(
+                    "cannot create a scratch directory in {}: {e}",
+                    base.display()
+                ))
+            }
+        }
+    }
+    Err("cannot find a free scratch directory name".to_owned())
+}
+
+fn write(dir: &Path, relative: &str, content: &str) -> Result<(), String> {
+    let path = dir.join(relative);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    std::fs::write(&path, content).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn listing(dir: &Path) -> String {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names.join("  ")
+}
+
+struct Demo<'a> {
+    session: &'a Session,
+    style: RenderStyle,
+    step: u32,
+}
+
+impl Demo<'_> {
+    fn heading(&mut self, text: &str) {
+        self.step += 1;
+        let line = format!("── Step {}: {text}", self.step);
+        if self.style.color {
+            println!("\n\x1b[1m{line}\x1b[0m");
+        } else {
+            println!("\n{line}");
+        }
+    }
+
+    async fn call(&self, tool: &str, arguments: Value) -> ToolOutcome {
+        println!("model calls {tool} {arguments}");
+        let outcome = self.session.call(tool, arguments).await;
+        let text = outcome.text();
+        for line in text.lines() {
+            println!("  │ {}", sanitize(line));
+        }
+        if outcome.is_error {
+            println!("  (error result)");
+        }
+        outcome
+    }
+
+    fn show_pending(&self) {
+        let Some(store) = self.session.store() else {
+            return;
+        };
+        for (i, pending) in store.summaries().iter().enumerate() {
+            println!("pending #{}: {}", i + 1, sanitize(&pending.label));
+        }
+        for message in self.session.take_steering_messages() {
+            println!(
+                "hidden reminder queued for the model ({}, from {}):",
+                message.tag, message.source_tool_name
+            );
+            for line in message.content.lines() {
+                println!("  {line}");
+            }
+        }
+        if let Some(choice) = self.session.tool_choice(Provider::Anthropic) {
+            println!("next request's tool choice (anthropic): {}", choice.json);
+        }
+    }
+
+    async fn resolve(&self, action: &str, reason: &str) -> Result<(), String> {
+        let outcome = self
+            .call("resolve", json!({"action": action, "reason": reason}))
+            .await;
+        print!("{}", render_resolve(&outcome, self.style));
+        println!();
+        if outcome.is_error {
+            return Err(format!("resolve {action} failed: {}", outcome.text()));
+        }
+        Ok(())
+    }
+}
+
+pub async fn run(host: &HostOptions, args: DemoArgs) -> Result<(), String> {
+    let scratch = scratch_dir(args.keep)?;
+    let dir = scratch.dir.clone();
+    write(&dir, "draft_intro.md", "# Intro\n")?;
+    write(&dir, "draft_usage.md", "# Usage\n")?;
+    write(
+        &dir,
+        "src/lib.rs",
+        "pub fn total(xs: &[u32]) -> u32 {\n    xs.iter().fold(0, |a, b| a + b)\n}\n\npub fn report(xs: &[u32]) {\n    println!(\"{}\", total(xs));\n}\n",
+    )?;
+
+    let mut host = host.clone();
+    host.cwd = dir.clone();
+    if host.plugins.is_empty() {
+        match bundled_plugin_dir() {
+            Some(bundled) => host.plugins.push(bundled),
+            None => {
+                return Err(
+                    "the bundled plugins are not next to this executable; build them with \
+                     `cargo build --release --workspace`, or pass --plugin"
+                        .to_owned(),
+                )
+            }
+        }
+    }
+    // Only the bundled sample plugin: the fixtures next to it exist for the tests.
+    let session = crate::with_builtins(
+        Session::builder(&dir)
+            .default_dirs(false)
+            .plugin(resolve_bundled(&host.plugins)),
+    )
+    .build();
+    println!("xcsh-plugins demo — scratch directory {}", dir.display());
+    println!("files: {}", listing(&dir));
+    for error in session.load_errors() {
+        println!("load error: {}", sanitize(&error.to_string()));
+    }
+    println!("tools offered to the model:");
+    for spec in session.tools() {
+        let flags = match (spec.hidden, spec.deferrable) {
+            (true, _) => " (hidden)",
+            (false, true) => " (deferrable: previews, then waits for resolve)",
+            _ => "",
+        };
+        println!("  {}{flags}", spec.name);
+    }
+    let style = RenderStyle {
+        width: width(),
+        color: stdout_color(),
+    };
+    let mut demo = Demo {
+        session: &session,
+        style,
+        step: 0,
+    };
+
+    demo.heading("a plugin previews a batch rename (nothing is renamed yet)");
+    let preview = demo
+        .call(
+            "batch_rename_preview",
+            json!({"files": ["draft_intro.md", "draft_usage.md"], "find": "draft_", "replace": ""}),
+        )
+        .await;
+    if preview.is_error {
+        return Err(format!("the preview failed: {}", preview.text()));
+    }
+    demo.show_pending();
+    println!("files: {}", listing(&dir));
+
+    demo.heading("the model resolves it: apply");
+    demo.resolve("apply", "the new names match the docs index")
+        .await?;
+    println!("files: {}", listing(&dir));
+
+    demo.heading("a second preview, which the model discards");
+    let has_ast_edit = session.tools().iter().any(|t| t.name == "ast_edit");
+    let before = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap_or_default();
+    let second = if has_ast_edit {
+        demo.call(
+            "ast_edit",
+            json!({"ops": [{"pat": "$X.iter().fold(0, |a, b| a + b)", "out": "$X.iter().sum()"}], "lang": "rust", "path": "src"}),
+        )
+        .await
+    } else {
+        demo.call(
+            "batch_rename_preview",
+            json!({"files": ["intro.md"], "find": "intro", "replace": "overview"}),
+        )
+        .await
+    };
+    if second.is_error {
+        return Err(format!("the second preview failed: {}", second.text()));
+    }
+    demo.show_pending();
+    let reason = if has_ast_edit {
+        "keep the explicit fold for now"
+    } else {
+        "the old name is fine"
+    };
+    demo.resolve("discard", reason).await?;
+    let after = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap_or_default();
+    println!(
+        "files: {} (src/lib.rs {})",
+        listing(&dir),
+        if before == after {
+            "unchanged"
+        } else {
+            "CHANGED"
+        }
+    );
+    if session.has_pending() || before != after {
+        return Err("the demo left something pending or changed a discarded file".to_owned());
+    }
+    println!("\nDone: one change applied, one discarded, nothing pending.");
+    if args.keep {
+        println!("scratch directory kept at {}", dir.display());
+    }
+    Ok(())
+}
+
+/// The bundled sample plugin inside the given directories (or the paths as given).
+fn resolve_bundled(plugins: &[PathBuf]) -> PathBuf {
+    let name = format!(
+        "{}batch_rename{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    plugins
+        .iter()
+        .map(|p| if p.is_dir() { p.join(&name) } else { p.clone() })
+        .find(|p| p.is_file())
+        .or_else(|| plugins.first().cloned())
+        .unwrap_or_default()
+}

@@ -1,0 +1,145 @@
+//! `ast_edit` through `xcsh-plugins call ... --apply` writes exactly what
+//! `ast-grep run --pattern P --rewrite R --update-all` writes on a copy of the same tree.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use xcsh_integration_tests::{artifacts, ast_grep_cli};
+
+/// Rust, TypeScript and Python sources with nested, repeated and multi-line matches.
+fn write_tree(root: &Path) {
+    let files = [
+        (
+            "src/main.rs",
+            "fn main() {\n    let v = foo(1);\n    println!(\"{}\", foo(foo(2)));\n    let w = foo(\n        v + 1,\n    );\n}\n",
+        ),
+        ("src/util.rs", "pub fn helper() -> i32 {\n    foo(40) + foo(2)\n}\n"),
+        (
+            "web/app.ts",
+            "import { x } from './x';\nconsole.log(x);\nfunction f(a: number) {\n  console.log(a, \"two\");\n  return foo(a);\n}\n",
+        ),
+        ("web/view.tsx", "export const V = () => <div>{foo(1)}</div>;\n"),
+        (
+            "py/main.py",
+            "def run(x):\n    print(x)\n    return foo(foo(x))\n\nprint(\"done\")\n",
+        ),
+        ("README.md", "foo(1) is not code here\n"),
+        ("ignored/skip.rs", "fn skip() { foo(9); }\n"),
+        (".gitignore", "ignored/\n"),
+    ];
+    for (relative, content) in files {
+        let path = root.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    // ast-grep honours .gitignore inside a git work tree, as ripgrep does.
+    let init = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(root)
+        .status();
+    assert!(init.is_ok_and(|s| s.success()), "git init failed");
+}
+
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            if path.is_dir() {
+                walk(&path, root, out);
+            } else {
+                let relative = path.strip_prefix(root).unwrap().to_owned();
+                out.insert(relative, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn ast_edit_apply(root: &Path, pattern: &str, rewrite: &str) {
+    let args = serde_json::json!({"ops": [{"pat": pattern, "out": rewrite}]}).to_string();
+    let output = Command::new(artifacts().cli())
+        .args(["--no-default-dirs", "--cwd"])
+        .arg(root)
+        .args(["call", "ast_edit", &args, "--apply", "--reason", "compare"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "ast_edit {pattern}: {text}");
+    assert!(text.contains("Applied "), "{text}");
+}
+
+fn ast_grep_apply(cli: &Path, root: &Path, pattern: &str, rewrite: &str) {
+    let output = Command::new(cli)
+        .args([
+            "run",
+            "--pattern",
+            pattern,
+            "--rewrite",
+            rewrite,
+            "--update-all",
+        ])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "ast-grep {pattern}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn ast_edit_writes_what_ast_grep_writes() {
+    let cli = match ast_grep_cli() {
+        Ok(cli) => cli,
+        Err(reason) => {
+            println!("skipped: no ast-grep CLI to compare with: {reason}");
+            return;
+        }
+    };
+    let ours = tempfile::tempdir().unwrap();
+    let theirs = tempfile::tempdir().unwrap();
+    write_tree(ours.path());
+    write_tree(theirs.path());
+    let original = snapshot(ours.path());
+    for (pattern, rewrite) in [
+        ("foo($A)", "bar($A)"),
+        ("console.log($$$ARGS)", "logger.info($$$ARGS)"),
+        ("print($X)", "log.info($X)"),
+    ] {
+        ast_edit_apply(ours.path(), pattern, rewrite);
+        ast_grep_apply(&cli, theirs.path(), pattern, rewrite);
+    }
+    let (ours, theirs) = (snapshot(ours.path()), snapshot(theirs.path()));
+    for (path, content) in &theirs {
+        assert_eq!(
+            String::from_utf8_lossy(&ours[path]),
+            String::from_utf8_lossy(content),
+            "{} differs from ast-grep's",
+            path.display()
+        );
+    }
+    assert_eq!(ours.len(), theirs.len());
+    // Something really changed, and the ignored file did not.
+    assert_ne!(
+        ours[Path::new("src/main.rs")],
+        original[Path::new("src/main.rs")]
+    );
+    assert_eq!(
+        ours[Path::new("ignored/skip.rs")],
+        original[Path::new("ignored/skip.rs")]
+    );
+}

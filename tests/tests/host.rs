@@ -1,0 +1,136 @@
+//! `xcsh-plugins check`, `new` and `demo`, run as a tool author and a newcomer would.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use xcsh_integration_tests::{artifacts, plugin, workspace_root};
+
+fn cli(args: &[&str], cwd: &Path) -> Output {
+    Command::new(artifacts().cli())
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn check_accepts_a_good_plugin_and_lists_its_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = plugin("batch-rename");
+    let output = cli(&["check", lib.to_str().unwrap()], dir.path());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("ok "), "{stdout}");
+    assert!(stdout.contains("batch_rename_preview"), "{stdout}");
+    assert!(stdout.contains(xcsh_plugin_api::API_VERSION), "{stdout}");
+}
+
+#[test]
+fn check_refuses_junk_truncated_and_incompatible_files_with_a_one_line_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("libjunk.so");
+    std::fs::write(&junk, "not a library").unwrap();
+    let truncated = dir.path().join("libtruncated.so");
+    let real = std::fs::read(plugin("batch-rename")).unwrap();
+    std::fs::write(&truncated, &real[..real.len() / 3]).unwrap();
+    let incompatible = plugin("fixture-incompatible");
+    for (file, expected) in [
+        (junk.as_path(), "not a loadable shared library"),
+        (truncated.as_path(), "not a loadable shared library"),
+        (
+            incompatible.as_path(),
+            "built against xcsh-plugin-api 1.0.0",
+        ),
+    ] {
+        let output = cli(&["check", file.to_str().unwrap()], dir.path());
+        assert_eq!(output.status.code(), Some(1), "{}", file.display());
+        let err = stderr(&output);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(expected), "{err}");
+        assert!(
+            err.contains(file.file_name().unwrap().to_str().unwrap()),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn new_scaffolds_a_plugin_that_builds_and_passes_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = cli(&["new", "hello-tool"], dir.path());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let krate = dir.path().join("hello-tool");
+    assert!(krate.join("Cargo.toml").is_file() && krate.join("src/lib.rs").is_file());
+    // Refuses to overwrite.
+    let again = cli(&["new", "hello-tool"], dir.path());
+    assert!(!again.status.success());
+    assert!(stderr(&again).contains("already exists"));
+
+    // Build it for real, sharing this workspace's target directory and lock file so the
+    // dependencies are not compiled a second time.
+    std::fs::copy(
+        workspace_root().join("Cargo.lock"),
+        krate.join("Cargo.lock"),
+    )
+    .unwrap();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let build = Command::new(&cargo)
+        .args(["build", "--quiet"])
+        .current_dir(&krate)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "{}", stderr(&build));
+    let test = Command::new(&cargo)
+        .args(["test", "--quiet"])
+        .current_dir(&krate)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    assert!(test.status.success(), "{}", stderr(&test));
+    let lib = target.join("debug").join(format!(
+        "{}hello_tool{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    let check = cli(&["check", lib.to_str().unwrap()], dir.path());
+    assert!(check.status.success(), "{}", stderr(&check));
+    let call = cli(
+        &[
+            "--no-default-dirs",
+            "--plugin",
+            lib.to_str().unwrap(),
+            "call",
+            "hello_tool",
+            r#"{"name":"tests"}"#,
+        ],
+        dir.path(),
+    );
+    assert!(call.status.success(), "{}", stderr(&call));
+    assert!(String::from_utf8_lossy(&call.stdout).contains("Hello, tests!"));
+}
+
+#[test]
+fn demo_runs_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    // The bundled plugins are found next to the executable.
+    let output = cli(&["demo"], dir.path());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", stderr(&output));
+    assert!(
+        stdout.contains("✔ Accept: 2 files [Batch rename]"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("⊘ Discard:"), "{stdout}");
+    assert!(stdout.contains("Done: one change applied, one discarded, nothing pending."));
+}

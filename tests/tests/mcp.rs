@@ -1,0 +1,390 @@
+//! `xcsh-plugins mcp` driven as an agent would drive it: the real `rmcp` client speaking
+//! JSON-RPC over the child's stdin and stdout. Every line the server writes to stdout is kept
+//! on its way to the client, so the tests can check that nothing but JSON-RPC got there.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock, Tool,
+};
+use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Child;
+use tokio::task::JoinHandle;
+use xcsh_integration_tests::artifacts;
+use xcsh_loader::{NO_PENDING_ACTION, RESOLVE_REMINDER};
+
+/// Generous bound for anything that should be quick, on a loaded machine.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn scratch(files: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for file in files {
+        std::fs::write(dir.path().join(file), file).unwrap();
+    }
+    dir
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A running `xcsh-plugins mcp` child and the client connected to it.
+struct Server {
+    client: RunningService<RoleClient, ()>,
+    child: Child,
+    /// Every line the server wrote to stdout, as written.
+    stdout: Arc<Mutex<Vec<Vec<u8>>>>,
+    /// Everything the server wrote to stderr (also echoed to the test's stderr).
+    stderr: Arc<Mutex<String>>,
+    pumps: Vec<JoinHandle<()>>,
+}
+
+/// Start `xcsh-plugins --no-default-dirs --plugin <batch-rename> --plugin <fixture-faults>
+/// --cwd <cwd> mcp` and initialize a client on its stdio.
+async fn start(cwd: &Path) -> Server {
+    let artifacts = artifacts();
+    let mut child = tokio::process::Command::new(artifacts.cli())
+        .arg("--no-default-dirs")
+        .arg("--plugin")
+        .arg(artifacts.plugin("batch-rename"))
+        .arg("--plugin")
+        .arg(artifacts.plugin("fixture-faults"))
+        .arg("--cwd")
+        .arg(cwd)
+        .arg("mcp")
+        .env("XCSH_LOG", "xcsh_plugins=info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("cannot start xcsh-plugins mcp");
+    let stdin = child.stdin.take().unwrap();
+    let child_stdout = child.stdout.take().unwrap();
+    let child_stderr = child.stderr.take().unwrap();
+
+    // stdout -> (recorded) -> the client's end of an in-memory pipe.
+    let stdout = Arc::new(Mutex::new(Vec::new()));
+    let (client_end, mut tee) = tokio::io::duplex(1 << 16);
+    let recorded = Arc::clone(&stdout);
+    let stdout_pump = tokio::spawn(async move {
+        let mut reader = BufReader::new(child_stdout);
+        loop {
+            let mut line = Vec::new();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    recorded.lock().unwrap().push(line.clone());
+                    if tee.write_all(&line).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let logged = Arc::clone(&stderr);
+    let stderr_pump = tokio::spawn(async move {
+        let mut lines = BufReader::new(child_stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            eprintln!("[xcsh-plugins mcp] {line}");
+            let mut logged = logged.lock().unwrap();
+            logged.push_str(&line);
+            logged.push('\n');
+        }
+    });
+
+    let client = tokio::time::timeout(PATIENCE, ().serve((client_end, stdin)))
+        .await
+        .expect("initialize timed out")
+        .expect("initialize failed");
+    Server {
+        client,
+        child,
+        stdout,
+        stderr,
+        pumps: vec![stdout_pump, stderr_pump],
+    }
+}
+
+impl Server {
+    async fn call(&self, name: &str, arguments: Value) -> CallToolResult {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments must be an object");
+        };
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        tokio::time::timeout(PATIENCE, self.client.call_tool(params))
+            .await
+            .unwrap_or_else(|_| panic!("tools/call {name} timed out"))
+            .unwrap_or_else(|e| panic!("tools/call {name} failed at the protocol level: {e}"))
+    }
+
+    /// Wait until the server's stderr holds `needle`.
+    async fn wait_for_log(&self, needle: &str) {
+        let found = tokio::time::timeout(PATIENCE, async {
+            while !self.stderr.lock().unwrap().contains(needle) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        assert!(
+            found.is_ok(),
+            "the server never logged {needle:?}; stderr:\n{}",
+            self.stderr.lock().unwrap()
+        );
+    }
+
+    /// Close the client (stdin EOF), check the server exits 0 and wrote only JSON-RPC to
+    /// stdout.
+    async fn stop(mut self) {
+        let _ = tokio::time::timeout(PATIENCE, self.client.cancel())
+            .await
+            .expect("closing the client timed out");
+        let status = tokio::time::timeout(PATIENCE, self.child.wait())
+            .await
+            .expect("the server did not exit after stdin closed")
+            .unwrap();
+        assert!(status.success(), "the server exited with {status}");
+        for pump in self.pumps {
+            pump.await.unwrap();
+        }
+        let lines = self.stdout.lock().unwrap();
+        assert!(!lines.is_empty(), "the server wrote nothing to stdout");
+        for line in lines.iter() {
+            let text = String::from_utf8_lossy(line);
+            assert!(
+                line.ends_with(b"\n"),
+                "stdout ended with a partial line: {text:?}"
+            );
+            let message: Value = serde_json::from_str(text.trim_end())
+                .unwrap_or_else(|e| panic!("non-JSON line on stdout ({e}): {text:?}"));
+            assert_eq!(
+                message["jsonrpc"], "2.0",
+                "not a JSON-RPC message on stdout: {text}"
+            );
+        }
+    }
+}
+
+fn texts(result: &CallToolResult) -> Vec<&str> {
+    result
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(text) => text.text.as_str(),
+            other => panic!("unexpected content block {other:?}"),
+        })
+        .collect()
+}
+
+fn meta(result: &CallToolResult) -> serde_json::Map<String, Value> {
+    result
+        .meta
+        .as_ref()
+        .map(|meta| meta.0.clone())
+        .unwrap_or_default()
+}
+
+fn rename_args(files: &[&str], find: &str, replace: &str) -> Value {
+    json!({"files": files, "find": find, "replace": replace})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_previews_resolves_and_survives_faults() {
+    let dir = scratch(&["a1.txt", "a2.txt"]);
+    let server = start(dir.path()).await;
+
+    // initialize
+    let info = server.client.peer_info().expect("no initialize result");
+    assert_eq!(
+        info.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("xcsh-plugins")
+    );
+    assert!(info.capabilities.tools.is_some(), "tools not advertised");
+
+    // tools/list
+    let tools = tokio::time::timeout(PATIENCE, server.client.list_all_tools())
+        .await
+        .expect("tools/list timed out")
+        .expect("tools/list failed");
+    let by_name: HashMap<&str, &Tool> = tools.iter().map(|t| (t.name.as_ref(), t)).collect();
+    for name in ["batch_rename_preview", "resolve", "panic_execute", "hang"] {
+        assert!(by_name.contains_key(name), "{name} not listed: {tools:?}");
+    }
+    let batch = by_name["batch_rename_preview"];
+    assert_eq!(batch.title.as_deref(), Some("Batch Rename Preview"));
+    let hints = batch.annotations.as_ref().expect("no annotations");
+    assert_eq!(
+        hints.destructive_hint,
+        Some(false),
+        "a preview is not destructive"
+    );
+    assert!(batch.input_schema["properties"]["files"].is_object());
+    let resolve = by_name["resolve"];
+    assert_eq!(resolve.title.as_deref(), Some("Resolve"));
+    let hints = resolve.annotations.as_ref().expect("no annotations");
+    assert_eq!(
+        hints.destructive_hint,
+        Some(true),
+        "resolve applies changes"
+    );
+    assert_eq!(
+        Value::Object(resolve.input_schema.as_ref().clone()),
+        json!({
+            "type": "object",
+            "properties": {
+                "action": {"enum": ["apply", "discard"]},
+                "reason": {"type": "string", "description": "Why you're applying or discarding"}
+            },
+            "required": ["action", "reason"],
+            "additionalProperties": false
+        })
+    );
+    let panics = by_name["panic_execute"];
+    assert_eq!(panics.title.as_deref(), Some("panic_execute"));
+    assert_eq!(
+        panics.annotations.as_ref().and_then(|a| a.destructive_hint),
+        None,
+        "an ordinary tool gets no destructive hint"
+    );
+
+    // A preview: renames nothing, leaves one pending action and steers toward resolve.
+    let preview = server
+        .call(
+            "batch_rename_preview",
+            rename_args(&["a1.txt", "a2.txt"], "a", "b"),
+        )
+        .await;
+    assert_eq!(preview.is_error, Some(false), "{preview:?}");
+    assert_eq!(
+        texts(&preview),
+        [
+            "Prepared rename plan for 2 files\na1.txt -> b1.txt\na2.txt -> b2.txt",
+            RESOLVE_REMINDER
+        ]
+    );
+    let preview_meta = meta(&preview);
+    assert_eq!(preview_meta["xcsh/pending"], json!(1));
+    assert_eq!(
+        preview_meta["xcsh/toolChoice"],
+        json!({"type": "tool", "name": "resolve"})
+    );
+    assert_eq!(listing(dir.path()), ["a1.txt", "a2.txt"]);
+
+    // resolve apply: the files are renamed, nothing is pending any more.
+    let applied = server
+        .call(
+            "resolve",
+            json!({"action": "apply", "reason": "looks right"}),
+        )
+        .await;
+    assert_eq!(applied.is_error, Some(false), "{applied:?}");
+    assert_eq!(
+        texts(&applied),
+        ["Applied batch rename. Reason: looks right"]
+    );
+    let applied_meta = meta(&applied);
+    assert!(
+        !applied_meta.contains_key("xcsh/pending"),
+        "{applied_meta:?}"
+    );
+    assert!(
+        !applied_meta.contains_key("xcsh/toolChoice"),
+        "{applied_meta:?}"
+    );
+    assert_eq!(
+        applied_meta["xcsh/details"],
+        json!({"action": "apply", "reason": "looks right", "sourceToolName": "batch_rename_preview", "label": "Batch rename: 2 files"})
+    );
+    assert_eq!(listing(dir.path()), ["b1.txt", "b2.txt"]);
+
+    // resolve again: nothing pending, an error result with the exact message.
+    let again = server
+        .call("resolve", json!({"action": "apply", "reason": "again"}))
+        .await;
+    assert_eq!(again.is_error, Some(true), "{again:?}");
+    assert_eq!(texts(&again), [NO_PENDING_ACTION]);
+
+    // Arguments that break the schema: an error result, not a protocol error.
+    let invalid = server
+        .call("batch_rename_preview", json!({"files": "b1.txt"}))
+        .await;
+    assert_eq!(invalid.is_error, Some(true), "{invalid:?}");
+    assert!(
+        texts(&invalid)[0].contains("Invalid arguments"),
+        "{invalid:?}"
+    );
+    let invalid = server
+        .call("resolve", json!({"action": "maybe", "reason": "?"}))
+        .await;
+    assert_eq!(invalid.is_error, Some(true), "{invalid:?}");
+
+    // An unknown tool: an error result too.
+    let unknown = server.call("no_such_tool", json!({})).await;
+    assert_eq!(unknown.is_error, Some(true), "{unknown:?}");
+    assert!(texts(&unknown)[0].contains("not found"), "{unknown:?}");
+
+    // A tool that panics: an error result, and the server keeps serving.
+    let panicked = server.call("panic_execute", json!({})).await;
+    assert_eq!(panicked.is_error, Some(true), "{panicked:?}");
+    assert!(!texts(&panicked)[0].is_empty());
+    let next = server
+        .call(
+            "batch_rename_preview",
+            rename_args(&["b1.txt", "b2.txt"], "b", "c"),
+        )
+        .await;
+    assert_eq!(next.is_error, Some(false), "{next:?}");
+    assert_eq!(meta(&next)["xcsh/pending"], json!(1));
+    let discarded = server
+        .call("resolve", json!({"action": "discard", "reason": "not now"}))
+        .await;
+    assert_eq!(discarded.is_error, Some(false), "{discarded:?}");
+    assert_eq!(meta(&discarded)["xcsh/details"]["action"], json!("discard"));
+    assert_eq!(listing(dir.path()), ["b1.txt", "b2.txt"]);
+
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_ends_and_the_server_keeps_answering() {
+    let dir = scratch(&[]);
+    let server = start(dir.path()).await;
+
+    let request =
+        ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new("hang")));
+    let handle = server
+        .client
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .expect("cannot send tools/call hang");
+    // Let the call get going (it sleeps for an hour), then cancel it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    handle
+        .cancel(Some("the test is done waiting".to_owned()))
+        .await
+        .expect("cannot send notifications/cancelled");
+
+    // The session ended the call (the server logs it once the call has returned) ...
+    server.wait_for_log("cancelled call ended").await;
+    // ... and the server answers the next request.
+    let next = server.call("fail", json!({})).await;
+    assert_eq!(next.is_error, Some(true), "{next:?}");
+    assert_eq!(texts(&next), ["deliberate failure"]);
+
+    server.stop().await;
+}
