@@ -187,3 +187,67 @@ async fn escapes_in_plugin_labels_never_reach_the_terminal_raw() {
     );
     assert!(rendered.contains("␛[2J"), "{rendered:?}");
 }
+
+#[tokio::test]
+async fn cancelling_or_timing_out_a_resolve_consumes_the_action_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = session(dir.path());
+    session.call("hang_apply_preview", json!({})).await;
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        trigger.cancel();
+    });
+    let options = CallOptions {
+        cancel,
+        ..CallOptions::default()
+    };
+    let outcome = session
+        .call_with("resolve", resolve("apply"), options)
+        .await;
+    assert!(outcome.is_error);
+    assert_eq!(
+        outcome.text(),
+        "apply of \"Faults: apply hangs\" was cancelled; the pending action was consumed"
+    );
+    assert_eq!(
+        outcome.result.details.as_ref().unwrap()["label"],
+        "Faults: apply hangs"
+    );
+    assert!(!session.has_pending());
+
+    session.call("hang_apply_preview", json!({})).await;
+    let options = CallOptions {
+        timeout: Some(Duration::from_millis(100)),
+        ..CallOptions::default()
+    };
+    let outcome = session
+        .call_with("resolve", resolve("apply"), options)
+        .await;
+    assert_eq!(
+        outcome.text(),
+        "apply of \"Faults: apply hangs\" timed out after 0.1s; the pending action was consumed"
+    );
+    assert!(!session.has_pending());
+    still_alive(&session).await;
+}
+
+#[tokio::test]
+async fn a_session_default_timeout_applies_to_every_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = Session::builder(dir.path())
+        .default_dirs(false)
+        .plugin(plugin("fixture-faults"))
+        .default_timeout(Some(Duration::from_millis(150)))
+        .build();
+    let outcome = session.call("hang", json!({})).await;
+    assert_eq!(outcome.text(), "Tool \"hang\" timed out after 0.15s");
+    // A call's own timeout wins over the default.
+    let options = CallOptions {
+        timeout: Some(Duration::from_millis(50)),
+        ..CallOptions::default()
+    };
+    let outcome = session.call_with("hang", json!({}), options).await;
+    assert_eq!(outcome.text(), "Tool \"hang\" timed out after 0.05s");
+}

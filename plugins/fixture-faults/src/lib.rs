@@ -19,6 +19,7 @@ enum Fault {
     PanicInDrop,
     AnsiLabel,
     BigResult,
+    HangInApply,
 }
 
 struct FaultTool {
@@ -102,6 +103,16 @@ impl CustomTool for FaultTool {
                 Ok(AgentToolResult::text("\x1b[2Jpreview with escapes"))
             }
             Fault::BigResult => Ok(AgentToolResult::text("x".repeat(50 * 1024 * 1024))),
+            Fault::HangInApply => {
+                self.api.push_pending_action(CustomToolPendingAction::new(
+                    "Faults: apply hangs",
+                    |_reason| async move {
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                        Ok(AgentToolResult::text("woke up"))
+                    },
+                ))?;
+                Ok(AgentToolResult::text("previewed"))
+            }
         }
     }
 }
@@ -117,6 +128,7 @@ fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
         ("panic_in_drop", Fault::PanicInDrop),
         ("ansi_preview", Fault::AnsiLabel),
         ("big_result", Fault::BigResult),
+        ("hang_apply_preview", Fault::HangInApply),
     ];
     Ok(tools
         .into_iter()
