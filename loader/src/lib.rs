@@ -36,6 +36,8 @@ pub mod ast_edit;
 pub mod discovery;
 mod error;
 pub mod library;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod plugin_tool;
 mod preflight;
 pub mod render;

@@ -66,7 +66,7 @@ async fn start(cwd: &Path) -> Server {
         .arg("--cwd")
         .arg(cwd)
         .arg("mcp")
-        .env("XCSH_LOG", "xcsh_plugins=info")
+        .env("XCSH_LOG", "xcsh_loader::mcp=info")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

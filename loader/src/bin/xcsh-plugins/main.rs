@@ -13,6 +13,7 @@ mod call;
 mod check;
 mod demo;
 mod list;
+#[cfg(feature = "mcp")]
 mod mcp;
 mod new;
 mod output;
@@ -44,6 +45,7 @@ enum Command {
     /// Run one tool in a fresh session, then resolve what it left pending.
     Call(call::CallArgs),
     /// Serve the loaded tools over MCP on stdio (one session per process).
+    #[cfg(feature = "mcp")]
     Mcp,
     /// Load each plugin alone and validate it (ABI, tools, schemas); exit 1 on any problem.
     Check(check::CheckArgs),
@@ -126,6 +128,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::List => Ok(list::run(&host)),
         Command::Call(args) => runtime.block_on(call::run(&host, args)),
+        #[cfg(feature = "mcp")]
         Command::Mcp => mcp::run(&host),
         Command::Check(args) => Ok(check::run(args, &host.cwd, host.json)),
         Command::New(args) => new::run(args, &host.cwd).map(|()| ExitCode::SUCCESS),

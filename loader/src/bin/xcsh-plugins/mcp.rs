@@ -1,4 +1,5 @@
-//! `xcsh-plugins mcp`: serve the loaded tools over MCP on stdio (SPEC 7), on the `rmcp` crate.
+//! `xcsh-plugins mcp`: serve the loaded tools over MCP on stdio (SPEC 7) with
+//! [`xcsh_loader::mcp`].
 //!
 //! One [`Session`] (one pending-action store) lives as long as the process. `tools/list` gives
 //! every non-hidden tool plus `resolve` when it is registered; `tools/call` runs the tool in the
@@ -11,37 +12,11 @@
 //! at stderr once the protocol has its own copy of the original stdout, so a plugin that
 //! prints cannot corrupt the stream.
 
-use std::collections::HashSet;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
-};
-use rmcp::service::{RequestContext, RoleServer};
-use rmcp::{ErrorData, ServerHandler, ServiceExt};
-use serde_json::{json, Map, Value};
 use xcsh_loader::render::sanitize;
-use xcsh_loader::{
-    CallOptions, CancelToken, Content, Provider, Session, ToolOutcome, ToolSpec, RESOLVE_REMINDER,
-    RESOLVE_TOOL_NAME,
-};
 
 use crate::HostOptions;
-
-/// `_meta` key: how many actions are pending after the call.
-const META_PENDING: &str = "xcsh/pending";
-/// `_meta` key: the tool choice that forces `resolve` (Anthropic's shape, SPEC 2.4).
-const META_TOOL_CHOICE: &str = "xcsh/toolChoice";
-/// `_meta` key: the result's structured `details`.
-const META_DETAILS: &str = "xcsh/details";
-
-/// Told to the client at `initialize` when `resolve` is registered.
-const INSTRUCTIONS: &str = "Some tools only preview their changes and leave a pending action. \
-While anything is pending, call the `resolve` tool (action \"apply\" or \"discard\", with a \
-reason) before doing anything else.";
 
 /// Run the server until the client closes stdin.
 pub fn run(host: &HostOptions) -> Result<ExitCode, String> {
@@ -60,16 +35,9 @@ async fn serve(host: &HostOptions, output: Output) -> Result<ExitCode, String> {
     for error in session.load_errors() {
         eprintln!("warning: {}", sanitize(&error.to_string()));
     }
-    let server = McpServer::new(session);
-    tracing::info!(tools = server.tools.len(), "serving MCP on stdio");
-    let service = server
-        .serve((tokio::io::stdin(), output))
+    let reason = xcsh_loader::mcp::serve(session, tokio::io::stdin(), output)
         .await
-        .map_err(|e| format!("MCP session did not start: {e}"))?;
-    let reason = service
-        .waiting()
-        .await
-        .map_err(|e| format!("MCP server stopped abnormally: {e}"))?;
+        .map_err(|e| e.to_string())?;
     tracing::info!(?reason, "MCP client disconnected");
     Ok(ExitCode::SUCCESS)
 }
@@ -113,153 +81,4 @@ fn protocol_output() -> Result<Output, String> {
 #[cfg(not(unix))]
 fn protocol_output() -> Result<Output, String> {
     Ok(tokio::io::stdout())
-}
-
-/// The MCP face of one session.
-#[derive(Clone)]
-struct McpServer {
-    session: Arc<Session>,
-    /// What `tools/list` answers, computed once: the session's tools never change.
-    tools: Arc<Vec<Tool>>,
-    /// The names a client may call: exactly the listed ones.
-    callable: Arc<HashSet<String>>,
-}
-
-impl McpServer {
-    fn new(session: Session) -> Self {
-        let tools: Vec<Tool> = session
-            .tools()
-            .into_iter()
-            .filter(|spec| spec.name == RESOLVE_TOOL_NAME || !spec.hidden)
-            .map(mcp_tool)
-            .collect();
-        let callable = tools.iter().map(|tool| tool.name.to_string()).collect();
-        Self {
-            session: Arc::new(session),
-            tools: Arc::new(tools),
-            callable: Arc::new(callable),
-        }
-    }
-
-    /// Run one call, cancelling it in the session when the client cancels the request.
-    async fn call(
-        &self,
-        name: &str,
-        arguments: Value,
-        context: &RequestContext<RoleServer>,
-    ) -> ToolOutcome {
-        if !self.callable.contains(name) {
-            return ToolOutcome::error(format!("Tool \"{name}\" not found"));
-        }
-        let cancel = CancelToken::new();
-        let options = CallOptions {
-            tool_call_id: Some(format!("mcp_{}", context.id)),
-            cancel: cancel.clone(),
-            ..CallOptions::default()
-        };
-        let call = self.session.call_with(name, arguments, options);
-        tokio::pin!(call);
-        tokio::select! {
-            outcome = &mut call => outcome,
-            () = context.ct.cancelled() => {
-                tracing::info!(tool = name, id = %context.id, "call cancelled by the client");
-                cancel.cancel();
-                // The session ends the call promptly and settles its own state (a `resolve`
-                // that was interrupted has consumed its action); the response is not sent.
-                let outcome = call.await;
-                tracing::info!(tool = name, id = %context.id, "cancelled call ended");
-                outcome
-            }
-        }
-    }
-
-    /// The MCP result for an outcome, with the pending-action steering of SPEC 7.
-    fn result(&self, outcome: ToolOutcome) -> CallToolResult {
-        let mut content: Vec<ContentBlock> = outcome
-            .result
-            .content
-            .into_iter()
-            .map(|block| match block {
-                Content::Text { text } => ContentBlock::text(text),
-                Content::Image { data, mime_type } => ContentBlock::image(data, mime_type),
-            })
-            .collect();
-        let mut meta = Map::new();
-        let pending = self.session.store().map_or(0, |store| store.count());
-        if pending > 0 {
-            content.push(ContentBlock::text(RESOLVE_REMINDER));
-            meta.insert(META_PENDING.to_owned(), json!(pending));
-            let choice = self.session.tool_choice(Provider::Anthropic).map_or_else(
-                || json!({"type": "tool", "name": RESOLVE_TOOL_NAME}),
-                |c| c.json,
-            );
-            meta.insert(META_TOOL_CHOICE.to_owned(), choice);
-        }
-        if let Some(details) = outcome.result.details {
-            meta.insert(META_DETAILS.to_owned(), details);
-        }
-        let mut result = if outcome.is_error {
-            CallToolResult::error(content)
-        } else {
-            CallToolResult::success(content)
-        };
-        if !meta.is_empty() {
-            result.meta = Some(MetaObject(meta));
-        }
-        result
-    }
-}
-
-/// A tool as MCP lists it: the parameter schema as `inputSchema`, the label as `title`, and
-/// the destructive hint for `resolve` (it applies) and deferrable tools (they only preview).
-fn mcp_tool(spec: &ToolSpec) -> Tool {
-    // The session only registers tools whose schema is an object.
-    let schema = spec.parameters.as_object().cloned().unwrap_or_default();
-    let tool = Tool::new(
-        spec.name.clone(),
-        spec.description.clone(),
-        Arc::new(schema),
-    )
-    .with_title(spec.label.clone());
-    // The title again in the annotations, where clients of protocol 2025-03-26 look for it.
-    let mut annotations = ToolAnnotations::with_title(spec.label.clone());
-    if spec.name == RESOLVE_TOOL_NAME {
-        annotations = annotations.destructive(true);
-    } else if spec.deferrable {
-        annotations = annotations.destructive(false);
-    }
-    tool.annotate(annotations)
-}
-
-impl ServerHandler for McpServer {
-    fn get_info(&self) -> ServerConfig {
-        let config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "xcsh-plugins",
-                env!("CARGO_PKG_VERSION"),
-            ));
-        if self.session.has_resolve() {
-            config.with_instructions(INSTRUCTIONS)
-        } else {
-            config
-        }
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let outcome = self.call(&request.name, arguments, &context).await;
-        Ok(self.result(outcome).into())
-    }
 }
