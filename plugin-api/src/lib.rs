@@ -94,6 +94,39 @@ pub mod __private {
     pub use abi_stable::library::LibHeader;
 }
 
+/// Declare a parameter struct that derives `Deserialize` and `JsonSchema` through this crate's
+/// re-exports, so a plugin needs no direct `serde` or `schemars` dependency.
+///
+/// Field attributes (`#[serde(default)]`, doc comments that become schema descriptions) work
+/// as usual.
+///
+/// ```
+/// xcsh_plugin_api::tool_params! {
+///     /// Arguments of the rename tool.
+///     pub struct Params {
+///         /// Files to rename.
+///         pub files: Vec<String>,
+///         /// Optional suffix.
+///         #[serde(default)]
+///         pub suffix: Option<String>,
+///     }
+/// }
+/// let schema = xcsh_plugin_api::schema_of::<Params>();
+/// assert_eq!(schema["required"], serde_json::json!(["files"]));
+/// let params: Params = serde_json::from_str(r#"{"files":["a"]}"#).unwrap();
+/// assert_eq!(params.files, ["a"]);
+/// ```
+#[macro_export]
+macro_rules! tool_params {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($body:tt)* }) => {
+        #[derive(Debug, $crate::Deserialize, $crate::JsonSchema)]
+        #[serde(crate = "xcsh_plugin_api::serde")]
+        #[schemars(crate = "xcsh_plugin_api::schemars")]
+        $(#[$meta])*
+        $vis struct $name { $($body)* }
+    };
+}
+
 /// Export a plugin's factory: a function taking `&CustomToolApi` and returning
 /// `Result<T, PluginError>` where `T` is one [`CustomTool`] or a [`ToolSet`].
 ///

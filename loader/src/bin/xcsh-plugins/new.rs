@@ -137,9 +137,8 @@ publish = false
 crate-type = ["cdylib", "rlib"]
 
 [dependencies]
+# The only dependency a plugin needs (serde and schemars come through its re-exports).
 {api_dependency}
-serde = {{ version = "1", features = ["derive"] }}
-schemars = "1.0"
 "#
     )
 }
@@ -149,17 +148,18 @@ fn lib_rs(ident: &str) -> String {
         r#"//! An xcsh tool plugin. Build with `cargo build --release`, then load
 //! `target/release/lib{ident}.so` with `xcsh-plugins --plugin`.
 
-use schemars::JsonSchema;
-use serde::Deserialize;
 use xcsh_plugin_api::{{
-    export_plugin, AgentToolResult, CustomTool, CustomToolApi, PluginError, ToolContext,
+    export_plugin, tool_params, AgentToolResult, CustomTool, CustomToolApi, PluginError,
+    ToolContext,
 }};
 
-/// The tool's parameters: the model's JSON arguments are validated against this type's schema.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct Params {{
-    /// Who to greet.
-    pub name: String,
+tool_params! {{
+    /// The tool's parameters: the model's JSON arguments are validated against this type's
+    /// schema before `execute` runs. Doc comments become the schema's descriptions.
+    pub struct Params {{
+        /// Who to greet.
+        pub name: String,
+    }}
 }}
 
 /// The tool.
