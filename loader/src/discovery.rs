@@ -49,11 +49,15 @@ pub fn user_dir(home: &Path) -> PathBuf {
     home.join(".xcsh").join("agent").join("tools")
 }
 
-/// Whether a file name has the platform's shared-library prefix and suffix.
-pub fn is_library_name(name: &str) -> bool {
-    name.len() > std::env::consts::DLL_PREFIX.len() + std::env::consts::DLL_SUFFIX.len()
-        && name.starts_with(std::env::consts::DLL_PREFIX)
-        && name.ends_with(std::env::consts::DLL_SUFFIX)
+/// Whether a file name has the platform's shared-library prefix and suffix. Names need not be
+/// UTF-8: only the prefix and suffix are compared.
+pub fn is_library_name(name: &std::ffi::OsStr) -> bool {
+    let (prefix, suffix) = (
+        std::env::consts::DLL_PREFIX.as_bytes(),
+        std::env::consts::DLL_SUFFIX.as_bytes(),
+    );
+    let name = name.as_encoded_bytes();
+    name.len() > prefix.len() + suffix.len() && name.starts_with(prefix) && name.ends_with(suffix)
 }
 
 impl Discovery {
@@ -158,7 +162,7 @@ fn scan_dir(
     let mut files: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .filter(|entry| entry.file_type().map(|t| t.is_file()).unwrap_or(false))
-        .filter(|entry| entry.file_name().to_str().is_some_and(is_library_name))
+        .filter(|entry| is_library_name(&entry.file_name()))
         .map(|entry| entry.path())
         .collect();
     files.sort();
@@ -178,9 +182,9 @@ mod tests {
             std::env::consts::DLL_PREFIX,
             std::env::consts::DLL_SUFFIX
         );
-        assert!(is_library_name(&name));
-        assert!(!is_library_name("x.txt"));
-        assert!(!is_library_name(std::env::consts::DLL_SUFFIX));
+        assert!(is_library_name(name.as_ref()));
+        assert!(!is_library_name("x.txt".as_ref()));
+        assert!(!is_library_name(std::env::consts::DLL_SUFFIX.as_ref()));
     }
 
     #[test]
