@@ -82,6 +82,40 @@ pub enum LoadError {
         /// What is wrong.
         cause: String,
     },
+    /// The file or a directory above it fails the ownership and permission checks made before
+    /// anything is loaded; the cause says what is wrong and how to fix it.
+    #[error("refusing to load {}: {cause}", path.display())]
+    Unsafe {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and the fix.
+        cause: String,
+    },
+    /// A project-local plugin (`<cwd>/.xcsh/tools/`) the user has not trusted, or whose
+    /// content changed since it was trusted. It was not loaded.
+    #[error(
+        "{}: {}; review it, then trust it with: {}",
+        path.display(),
+        if *changed { "project plugin changed since it was trusted" } else { "project plugin is not trusted" },
+        crate::trust::trust_command(path)
+    )]
+    Untrusted {
+        /// The file.
+        path: PathBuf,
+        /// Whether it was trusted with other content.
+        changed: bool,
+    },
+    /// The file's content differs from the copy this process already loaded from that path.
+    /// The earlier copy stays in use by the sessions that have it; the new content is not
+    /// loaded until the host restarts.
+    #[error(
+        "{}: the file changed since it was loaded in this process; the copy loaded earlier stays in use until the host restarts",
+        path.display()
+    )]
+    ChangedSinceLoaded {
+        /// The file.
+        path: PathBuf,
+    },
     /// Two tools share a name; the later one is skipped.
     #[error("{}: Tool name \"{name}\" conflicts with existing tool", path.display())]
     NameConflict {
@@ -104,12 +138,18 @@ impl LoadError {
             | LoadError::Factory { path, .. }
             | LoadError::InvalidTool { path, .. }
             | LoadError::InvalidSchema { path, .. }
-            | LoadError::NameConflict { path, .. } => path,
+            | LoadError::NameConflict { path, .. }
+            | LoadError::Unsafe { path, .. }
+            | LoadError::Untrusted { path, .. }
+            | LoadError::ChangedSinceLoaded { path } => path,
         }
     }
 
     /// The message without the leading path (for reports that already show the file).
     pub fn cause(&self) -> String {
+        if let LoadError::Unsafe { cause, .. } = self {
+            return format!("refusing to load: {cause}");
+        }
         let full = self.to_string();
         let prefix = format!("{}: ", self.path().display());
         full.strip_prefix(&prefix).unwrap_or(&full).to_owned()

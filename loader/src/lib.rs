@@ -25,9 +25,10 @@
 //! ```
 //!
 //! Modules, in the order a call flows through them: [`discovery`] finds candidate files,
-//! [`library`] loads and checks them, `plugin_tool` adapts their tools, [`session`] validates
-//! and runs calls, [`resolve`] finishes pending actions from the [`store`], [`steering`]
-//! forces the model's tool choice, and [`render`] draws the outcome.
+//! [`library`] checks, reads and loads them (project-local ones only when [`trust`]ed),
+//! `plugin_tool` adapts their tools, [`session`] validates and runs calls, [`resolve`]
+//! finishes pending actions from the [`store`], [`steering`] forces the model's tool choice,
+//! and [`render`] draws the outcome.
 
 #![warn(missing_docs)]
 
@@ -42,10 +43,13 @@ mod plugin_tool;
 mod preflight;
 pub mod render;
 pub mod resolve;
+mod safety;
 pub mod session;
 pub mod steering;
 pub mod store;
+mod sys;
 mod tool;
+pub mod trust;
 
 pub use error::LoadError;
 pub use plugin_tool::{PluginTool, STORE_UNAVAILABLE};

@@ -1,20 +1,93 @@
-//! Loading one plugin library: `dlopen`, the ABI and version checks, and a process-wide cache.
+//! Loading one plugin library: check and read the file, `dlopen` exactly the bytes that were
+//! checked, the ABI and version checks, and a process-wide cache.
 //!
-//! Each file gets its own check through `lib_header_from_path(..).init_root_module()`:
-//! abi_stable's `RootModule::load_from_*` caches a single module per root-module type, which
-//! would make every plugin after the first silently resolve to the first one.
+//! A [`CheckedFile`] is a plugin file whose path passed the ownership and permission checks
+//! (see the `safety` module) and whose content was read once and hashed. [`load_checked`]
+//! checks those bytes' headers and hands the same bytes to the dynamic loader through a sealed
+//! in-memory copy (a private copy where that is not available; see the `sys` module), so
+//! replacing or rewriting the file after the check has no effect.
 //!
-//! Libraries are never unloaded (a tool's vtables and futures live in them), and loading the
-//! same canonical path again returns the cached module.
+//! Each file gets its own check through `init_root_module` on its own header: abi_stable's
+//! `RootModule::load_from_*` caches a single module per root-module type, which would make
+//! every plugin after the first silently resolve to the first one.
+//!
+//! Libraries are never unloaded (a tool's vtables and futures live in them). Loading the same
+//! canonical path again with the same content returns the cached module; with different
+//! content it is refused with [`LoadError::ChangedSinceLoaded`], since the earlier copy is
+//! still in use and a second copy of the same plugin would run beside it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use abi_stable::library::{lib_header_from_path, LibraryError, RootModule};
+use abi_stable::library::{LibraryError, RootModule};
 use xcsh_plugin_api::ffi::PluginModuleRef;
 
+use crate::safety::{read_plugin, Refusal};
+use crate::sys::{load_bytes, LoadFailure};
+use crate::trust::sha256_hex;
 use crate::LoadError;
+
+/// A plugin file that passed the checks made before loading, read once: its canonical path,
+/// its bytes and their SHA-256. Loading it loads these bytes, whatever the path holds by then.
+#[derive(Clone)]
+pub struct CheckedFile {
+    path: PathBuf,
+    bytes: Vec<u8>,
+    sha256: String,
+}
+
+impl std::fmt::Debug for CheckedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckedFile")
+            .field("path", &self.path)
+            .field("len", &self.bytes.len())
+            .field("sha256", &self.sha256)
+            .finish()
+    }
+}
+
+impl CheckedFile {
+    /// Resolve `path` to its canonical form, check it and every directory above it (owner,
+    /// mode, type, name), then read it once and hash it. Nothing is loaded.
+    pub fn read(path: &Path) -> Result<Self, LoadError> {
+        let canonical = path.canonicalize().map_err(|error| LoadError::Unreadable {
+            path: path.to_owned(),
+            cause: error.to_string(),
+        })?;
+        let bytes = read_plugin(&canonical).map_err(|refusal| match refusal {
+            Refusal::Unsafe(cause) => LoadError::Unsafe {
+                path: canonical.clone(),
+                cause,
+            },
+            Refusal::Unreadable(cause) => LoadError::Unreadable {
+                path: canonical.clone(),
+                cause,
+            },
+        })?;
+        let sha256 = sha256_hex(&bytes);
+        Ok(Self {
+            path: canonical,
+            bytes,
+            sha256,
+        })
+    }
+
+    /// The canonical path the file was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The content that was read (and will be loaded).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The SHA-256 of [`Self::bytes`], lowercase hex.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+}
 
 /// A loaded, checked plugin library.
 #[derive(Clone, Copy)]
@@ -40,8 +113,14 @@ impl PluginLibrary {
     }
 }
 
-fn cache() -> &'static Mutex<HashMap<PathBuf, PluginLibrary>> {
-    static CACHE: OnceLock<Mutex<HashMap<PathBuf, PluginLibrary>>> = OnceLock::new();
+/// What loading one path gave, and for which content.
+struct Cached {
+    sha256: String,
+    outcome: Result<PluginLibrary, LoadError>,
+}
+
+fn cache() -> &'static Mutex<HashMap<PathBuf, Cached>> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Cached>>> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -50,35 +129,84 @@ pub fn host_api_version() -> String {
     PluginModuleRef::VERSION_STRINGS.version.to_string()
 }
 
-/// Load and check the library at `path` (canonical). Loading runs the library's constructors,
-/// so only call this on files you trust.
+/// Check, read and load the library at `path`: [`CheckedFile::read`], then [`load_checked`].
+/// Loading runs the library's constructors, so only call this on files you trust.
 pub fn load_library(path: &Path) -> Result<PluginLibrary, LoadError> {
-    let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(library) = cache.get(path) {
-        return Ok(*library);
-    }
-    crate::preflight::check_library_file(path).map_err(|cause| LoadError::NotALibrary {
-        path: path.to_owned(),
-        cause,
-    })?;
-    let header = lib_header_from_path(path).map_err(|error| classify(path, error))?;
-    let module = header
-        .init_root_module::<PluginModuleRef>()
-        .map_err(|error| classify(path, error))?;
-    let library = PluginLibrary {
-        module,
-        api_version: header.version_strings().version.as_str(),
-    };
-    cache.insert(path.to_owned(), library);
-    Ok(library)
+    load_checked(&CheckedFile::read(path)?)
 }
 
-fn classify(path: &Path, error: LibraryError) -> LoadError {
+/// Load the bytes of a checked file (never the path's current content) and check the ABI and
+/// version. Loading runs the library's constructors, so only call this on files you trust.
+pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
+    let path = file.path();
+    let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(cached) = cache.get(path) {
+        if cached.sha256 == file.sha256 {
+            return cached.outcome.clone();
+        }
+        if cached.outcome.is_ok() {
+            return Err(LoadError::ChangedSinceLoaded {
+                path: path.to_owned(),
+            });
+        }
+        // The earlier content never loaded usably: nothing of it is in use, so try this one.
+    }
+    crate::preflight::check_library_bytes(file.bytes()).map_err(|cause| {
+        LoadError::NotALibrary {
+            path: path.to_owned(),
+            cause,
+        }
+    })?;
+    let outcome = match load_bytes(path, file.bytes()) {
+        Ok(mapped) => mapped
+            .header
+            .init_root_module::<PluginModuleRef>()
+            .map(|module| PluginLibrary {
+                module,
+                api_version: mapped.header.version_strings().version.as_str(),
+            })
+            .map_err(|error| classify(path, None, error)),
+        Err(LoadFailure::Copy(error)) => {
+            return Err(LoadError::Unreadable {
+                path: path.to_owned(),
+                cause: format!("cannot make the private copy to load: {error}"),
+            })
+        }
+        // Nothing was mapped: a later attempt may succeed (a missing dependency installed).
+        Err(LoadFailure::Library {
+            loaded_at,
+            error: error @ LibraryError::OpenError { .. },
+        }) => return Err(classify(path, Some(&loaded_at), error)),
+        Err(LoadFailure::Library { loaded_at, error }) => {
+            Err(classify(path, Some(&loaded_at), error))
+        }
+    };
+    // Mapped, usable or not: remember the outcome, so the same bytes are never mapped twice.
+    cache.insert(
+        path.to_owned(),
+        Cached {
+            sha256: file.sha256.clone(),
+            outcome: outcome.clone(),
+        },
+    );
+    outcome
+}
+
+/// Map abi_stable's error to ours. Messages name the original file, never the
+/// `/proc/self/fd/N` or private copy the dynamic loader was given.
+fn classify(path: &Path, loaded_at: Option<&Path>, error: LibraryError) -> LoadError {
+    let text = |message: String| match loaded_at {
+        Some(loaded_at) => message.replace(
+            &loaded_at.display().to_string(),
+            &path.display().to_string(),
+        ),
+        None => message,
+    };
     let path = path.to_owned();
     match error {
         LibraryError::OpenError { err, .. } => LoadError::NotALibrary {
             path,
-            cause: err.to_string(),
+            cause: text(err.to_string()),
         },
         LibraryError::GetSymbolError { .. } => LoadError::NoRootModule { path },
         LibraryError::IncompatibleVersionNumber {
@@ -92,11 +220,11 @@ fn classify(path: &Path, error: LibraryError) -> LoadError {
         },
         LibraryError::RootModule { err, .. } => LoadError::Factory {
             path,
-            message: err.to_string(),
+            message: text(err.to_string()),
         },
         other => LoadError::IncompatibleAbi {
             path,
-            cause: first_lines(&other.to_string(), 12),
+            cause: first_lines(&text(other.to_string()), 12),
         },
     }
 }

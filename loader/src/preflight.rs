@@ -4,9 +4,8 @@
 //! of the file is mapped anyway, and the first access to the missing pages kills the process
 //! with SIGBUS. So before loading, the file is parsed with the `object` crate and every
 //! loadable segment and section must lie inside the file. Anything else is reported as "not a
-//! loadable shared library" with the reason.
-
-use std::path::Path;
+//! loadable shared library" with the reason. The bytes checked are the bytes loaded (see
+//! [`crate::library::load_checked`]).
 
 use object::{Object, ObjectSection, ObjectSegment};
 
@@ -45,12 +44,6 @@ pub fn check_library_bytes(bytes: &[u8]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Read `path` and check it.
-pub fn check_library_file(path: &Path) -> Result<(), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-    check_library_bytes(&bytes)
 }
 
 #[cfg(test)]

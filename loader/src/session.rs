@@ -13,14 +13,19 @@ use std::time::Duration;
 use serde_json::Value;
 use xcsh_plugin_api::AgentToolResult;
 
-use crate::discovery::{Candidate, Discovery};
-use crate::library::load_library;
+use crate::discovery::{Candidate, CandidateSource, Discovery};
+use crate::library::{load_checked, CheckedFile};
 use crate::plugin_tool::instantiate;
 use crate::resolve::{resolve_spec, run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
 use crate::steering::{forced_tool_choice, Provider, SteeringMessage, ToolChoice};
 use crate::store::{PendingActionStore, PushSubscription};
 use crate::tool::{CallContext, CancelToken, Tool, ToolSpec, UpdateSink};
+use crate::trust::{TrustStatus, TrustStore};
 use crate::LoadError;
+
+/// Called with each plugin's path after it was checked and read, right before its bytes are
+/// loaded (tests use it to swap the file at that moment).
+type AfterCheckHook = Arc<dyn Fn(&Path) + Send + Sync>;
 
 /// The outcome of a call: a result, flagged when it reports an error.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,6 +139,7 @@ pub struct SessionBuilder {
     with_store: bool,
     builtins: Vec<Arc<dyn Tool>>,
     default_timeout: Option<Duration>,
+    after_check: Option<AfterCheckHook>,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -161,6 +167,7 @@ impl SessionBuilder {
             with_store: true,
             builtins: Vec::new(),
             default_timeout: None,
+            after_check: None,
         }
     }
 
@@ -178,7 +185,8 @@ impl SessionBuilder {
         self
     }
 
-    /// Use this home directory for `~/.xcsh/agent/tools/` (default: the user's).
+    /// Use this home directory for `~/.xcsh/agent/tools/` and the trust file
+    /// `~/.xcsh/agent/trusted-plugins.json` (default: the user's).
     #[must_use]
     pub fn home(mut self, home: Option<PathBuf>) -> Self {
         self.discovery.home = home;
@@ -203,6 +211,15 @@ impl SessionBuilder {
     #[must_use]
     pub fn default_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.default_timeout = timeout;
+        self
+    }
+
+    /// Test hook: run `hook` with each plugin's path after the file was checked and read and
+    /// before its bytes are loaded.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn after_check(mut self, hook: impl Fn(&Path) + Send + Sync + 'static) -> Self {
+        self.after_check = Some(Arc::new(hook));
         self
     }
 
@@ -238,8 +255,13 @@ impl SessionBuilder {
         }
         let (candidates, errors) = self.discovery.candidates();
         session.load_errors.extend(errors);
+        let mut loader = Loader {
+            home: self.discovery.home.clone(),
+            trust: None,
+            after_check: self.after_check.clone(),
+        };
         for candidate in candidates {
-            session.load_plugin(&candidate);
+            session.load_plugin(&candidate, &mut loader);
         }
         if session.tools.iter().any(|r| r.tool.spec().deferrable) {
             let spec = resolve_spec();
@@ -248,6 +270,58 @@ impl SessionBuilder {
                 .map(|validator| (spec, validator));
         }
         session
+    }
+}
+
+/// What loading plugins for one session needs besides the candidates: the trust file (read
+/// once, when the first project-local plugin comes up) and the test hook.
+struct Loader {
+    home: Option<PathBuf>,
+    /// `None` until needed; `Some(None)` when there is no usable trust file.
+    trust: Option<Option<TrustStore>>,
+    after_check: Option<AfterCheckHook>,
+}
+
+impl Loader {
+    /// Check and read the candidate, require trust for a project-local one, then load exactly
+    /// the bytes that were checked. An untrusted file is never loaded: its constructors do not
+    /// run.
+    fn load(
+        &mut self,
+        candidate: &Candidate,
+        errors: &mut Vec<LoadError>,
+    ) -> Result<crate::library::PluginLibrary, LoadError> {
+        let file = CheckedFile::read(&candidate.path)?;
+        if candidate.source == CandidateSource::Project {
+            let status = match self.trust_store(errors) {
+                Some(store) => store.status_of(&file),
+                None => TrustStatus::Untrusted,
+            };
+            if status != TrustStatus::Trusted {
+                return Err(LoadError::Untrusted {
+                    path: file.path().to_owned(),
+                    changed: status == TrustStatus::Changed,
+                });
+            }
+        }
+        if let Some(hook) = &self.after_check {
+            hook(file.path());
+        }
+        load_checked(&file)
+    }
+
+    /// The user's trust file, read once; a problem with it is reported once and trusts
+    /// nothing.
+    fn trust_store(&mut self, errors: &mut Vec<LoadError>) -> Option<&TrustStore> {
+        let home = &self.home;
+        self.trust
+            .get_or_insert_with(|| {
+                let home = home.as_deref()?;
+                TrustStore::for_home(home)
+                    .map_err(|error| errors.push(error))
+                    .ok()
+            })
+            .as_ref()
     }
 }
 
@@ -341,10 +415,12 @@ impl Session {
         Ok(())
     }
 
-    fn load_plugin(&mut self, candidate: &Candidate) {
-        let tools = load_library(&candidate.path).and_then(|library| {
-            instantiate(library, &candidate.path, &self.cwd, self.store.clone())
-        });
+    fn load_plugin(&mut self, candidate: &Candidate, loader: &mut Loader) {
+        let tools = loader
+            .load(candidate, &mut self.load_errors)
+            .and_then(|library| {
+                instantiate(library, &candidate.path, &self.cwd, self.store.clone())
+            });
         match tools {
             Ok(tools) => {
                 for tool in tools {

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+pub mod bench;
+
 /// Every plugin package in the workspace.
 pub const PLUGIN_PACKAGES: &[&str] = &[
     "batch-rename",
@@ -21,6 +23,8 @@ pub const PLUGIN_PACKAGES: &[&str] = &[
     "fixture-noroot",
     "fixture-factory-panic",
     "fixture-bad-tools",
+    "fixture-constructor",
+    "fixture-bench",
 ];
 
 /// Paths of the built artifacts, by cargo target name (`batch_rename`, `xcsh-plugins`, ...).
@@ -36,7 +40,7 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".."))
 }
 
-fn build() -> Result<Artifacts, String> {
+fn build(release: bool) -> Result<Artifacts, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
     command
@@ -46,7 +50,7 @@ fn build() -> Result<Artifacts, String> {
     for package in PLUGIN_PACKAGES {
         command.args(["-p", package]);
     }
-    if std::env::var("XCSH_TEST_RELEASE").is_ok() {
+    if release {
         command.arg("--release");
     }
     let output = command
@@ -95,7 +99,16 @@ fn build() -> Result<Artifacts, String> {
 /// The artifacts, built once per test process.
 pub fn artifacts() -> &'static Artifacts {
     static ARTIFACTS: OnceLock<Artifacts> = OnceLock::new();
-    ARTIFACTS.get_or_init(|| match build() {
+    ARTIFACTS.get_or_init(|| match build(std::env::var("XCSH_TEST_RELEASE").is_ok()) {
+        Ok(artifacts) => artifacts,
+        Err(message) => panic!("{message}"),
+    })
+}
+
+/// The artifacts built with `--release`, once per process (what the benchmarks measure).
+pub fn release_artifacts() -> &'static Artifacts {
+    static ARTIFACTS: OnceLock<Artifacts> = OnceLock::new();
+    ARTIFACTS.get_or_init(|| match build(true) {
         Ok(artifacts) => artifacts,
         Err(message) => panic!("{message}"),
     })

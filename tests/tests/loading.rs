@@ -234,6 +234,13 @@ fn default_dirs_are_searched_only_when_asked_and_explicit_paths_come_first() {
         .build();
     assert!(without.tools().is_empty());
 
+    // Project-local plugins load only when trusted (see tests/trust.rs).
+    let mut trust = xcsh_loader::trust::TrustStore::for_home(home.path()).unwrap();
+    trust.trust_file(
+        &xcsh_loader::library::CheckedFile::read(&project_tools.join(lib_name("project_tokio")))
+            .unwrap(),
+    );
+    trust.save().unwrap();
     let with = Session::builder(dir.path())
         .home(Some(home.path().to_owned()))
         .plugin(plugin("batch-rename"))

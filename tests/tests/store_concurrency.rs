@@ -173,10 +173,9 @@ fn pops_are_lifo_with_respect_to_pushes_while_pushers_run() {
         assert!(!popped[p][i], "action {id} popped twice");
         // Everything pusher p had pushed after i (as far as we knew before popping) must
         // already be gone: it sat above i on the stack.
-        for later in i + 1..known[p] {
-            assert!(
-                popped[p][later],
-                "popped {id} while {} (pushed later) was still below it",
+        if let Some(later) = (i + 1..known[p]).find(|&later| !popped[p][later]) {
+            panic!(
+                "popped {id} while {} (pushed later, so above it) was still on the stack",
                 p * PER_PUSHER + later
             );
         }

@@ -1,9 +1,13 @@
-//! `xcsh-plugins list`: every tool the session would offer, and every load error.
+//! `xcsh-plugins list`: every tool the session would offer, every load error, and the
+//! project-local plugins that were not loaded because they are not trusted (or changed since),
+//! each with the command that trusts it.
 
 use std::process::ExitCode;
 
 use serde_json::json;
 use xcsh_loader::render::sanitize;
+use xcsh_loader::trust::trust_command;
+use xcsh_loader::LoadError;
 
 use crate::output::print_json;
 use crate::HostOptions;
@@ -27,11 +31,22 @@ pub fn run(host: &HostOptions) -> ExitCode {
                 })
             })
             .collect();
+        let untrusted: Vec<_> = errors
+            .iter()
+            .filter_map(|e| match e {
+                LoadError::Untrusted { path, changed } => Some(json!({
+                    "path": path.display().to_string(),
+                    "changed": changed,
+                    "trustCommand": trust_command(path),
+                })),
+                _ => None,
+            })
+            .collect();
         let errors: Vec<_> = errors
             .iter()
             .map(|e| json!({"path": e.path().display().to_string(), "message": e.cause()}))
             .collect();
-        print_json(&json!({"tools": tools, "errors": errors}));
+        print_json(&json!({"tools": tools, "errors": errors, "untrusted": untrusted}));
     } else {
         let specs = session.tools();
         if specs.is_empty() {
@@ -59,7 +74,20 @@ pub fn run(host: &HostOptions) -> ExitCode {
             );
         }
         for error in errors {
-            eprintln!("load error: {}", sanitize(&error.to_string()));
+            if let LoadError::Untrusted { path, changed } = error {
+                let why = if *changed {
+                    "changed since it was trusted"
+                } else {
+                    "not trusted"
+                };
+                eprintln!(
+                    "untrusted: {} ({why}, not loaded)\n    review it, then: {}",
+                    sanitize(&path.display().to_string()),
+                    sanitize(&trust_command(path))
+                );
+            } else {
+                eprintln!("load error: {}", sanitize(&error.to_string()));
+            }
         }
     }
     if errors.is_empty() {

@@ -17,6 +17,7 @@ mod list;
 mod mcp;
 mod new;
 mod output;
+mod trust;
 
 /// Load, inspect and run xcsh native tool plugins.
 #[derive(Debug, Parser)]
@@ -53,6 +54,10 @@ enum Command {
     New(new::NewArgs),
     /// Walk through preview, resolve and rendering on the bundled plugins in a scratch directory.
     Demo(demo::DemoArgs),
+    /// Let project-local plugins (<cwd>/.xcsh/tools/) load: record each file's path and SHA-256.
+    Trust(trust::TrustArgs),
+    /// Remove trust entries (files, or every entry under a directory).
+    Untrust(trust::UntrustArgs),
 }
 
 /// Options shared by every command that builds a session.
@@ -135,5 +140,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Demo(args) => runtime
             .block_on(demo::run(&host, args))
             .map(|()| ExitCode::SUCCESS),
+        Command::Trust(args) => Ok(trust::trust(args, &host)),
+        Command::Untrust(args) => Ok(trust::untrust(args, &host)),
     }
 }

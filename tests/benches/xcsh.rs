@@ -1,0 +1,713 @@
+//! Every benchmark of BENCHMARKS.md in one run, then one table:
+//! `cargo bench -p xcsh-integration-tests --bench xcsh [-- calls load store ast_edit]`
+//! (`.ci/bench` runs this and prints the table).
+//!
+//! Criterion times each case; the table takes criterion's median of each (from its
+//! `estimates.json`) and adds the ratios. The setups and single iterations live in
+//! `xcsh_integration_tests::bench`, which `tests/bench_setup.rs` runs once under `cargo test`.
+//! The table goes to stdout at the end and to `target/xcsh-bench/table.md`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // A benchmark fails loudly.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, SamplingMode};
+use serde_json::{json, Value};
+use xcsh_integration_tests::bench::{calls, load, store, tree};
+use xcsh_integration_tests::{ast_grep_cli, release_artifacts, workspace_root};
+
+/// Set in a child process that measures one load: `loader` or `raw`.
+const CHILD_ENV: &str = "XCSH_BENCH_LOAD";
+/// The child's directory of copies and session directory.
+const CHILD_DIR_ENV: &str = "XCSH_BENCH_LOAD_DIR";
+const CHILD_CWD_ENV: &str = "XCSH_BENCH_LOAD_CWD";
+
+/// Files in the generated `ast_edit` tree.
+const TREE_FILES: usize = 2_100;
+/// Plugin copies loaded at once.
+const LOAD_COUNTS: [usize; 3] = [1, 10, 100];
+
+/// One line of the table.
+struct Row {
+    section: &'static str,
+    what: String,
+    measured: String,
+    baseline: String,
+    ratio: String,
+    target: String,
+    met: String,
+}
+
+impl Row {
+    fn new(section: &'static str, what: impl Into<String>, measured: impl Into<String>) -> Self {
+        Self {
+            section,
+            what: what.into(),
+            measured: measured.into(),
+            baseline: String::new(),
+            ratio: String::new(),
+            target: String::new(),
+            met: String::new(),
+        }
+    }
+
+    fn baseline(mut self, baseline: impl Into<String>) -> Self {
+        self.baseline = baseline.into();
+        self
+    }
+
+    fn ratio(mut self, name: &str, value: f64) -> Self {
+        self.ratio = format!("{name} = {}", ratio(value));
+        self
+    }
+
+    /// `target` is shown as written; `met` says whether the measurement meets it.
+    fn target(mut self, target: impl Into<String>, met: bool) -> Self {
+        self.target = target.into();
+        self.met = if met { "yes" } else { "**no**" }.to_owned();
+        self
+    }
+}
+
+struct Bench {
+    criterion: Criterion,
+    criterion_dir: PathBuf,
+    rows: Vec<Row>,
+    notes: Vec<String>,
+}
+
+impl Bench {
+    /// Criterion's median of `group/id`, per iteration.
+    fn median(&self, group: &str, id: &str) -> Duration {
+        let path = self
+            .criterion_dir
+            .join(group)
+            .join(id)
+            .join("new/estimates.json");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let estimates: Value = serde_json::from_str(&text).unwrap();
+        let nanos = estimates["median"]["point_estimate"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no median in {}", path.display()));
+        Duration::from_secs_f64(nanos / 1e9)
+    }
+}
+
+fn ratio(value: f64) -> String {
+    if value >= 100.0 {
+        format!("{value:.0}")
+    } else if value >= 10.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+fn time(d: Duration) -> String {
+    let ns = d.as_secs_f64() * 1e9;
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.2} µs", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.3} s", ns / 1e9)
+    }
+}
+
+fn kib(value: f64) -> String {
+    if value.abs() >= 1024.0 {
+        format!("{:.2} MiB", value / 1024.0)
+    } else {
+        format!("{value:.0} KiB")
+    }
+}
+
+fn median_of(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, model)| model.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned())
+}
+
+fn main() {
+    if let Ok(kind) = std::env::var(CHILD_ENV) {
+        load_child(&kind);
+        return;
+    }
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |section: &str| args.is_empty() || args.iter().any(|a| a == section);
+    let out = workspace_root().join("target/xcsh-bench");
+    std::fs::create_dir_all(&out).unwrap();
+    let criterion_dir = out.join("criterion");
+    let mut bench = Bench {
+        criterion: Criterion::default()
+            .output_directory(&criterion_dir)
+            .nresamples(20_000)
+            .with_output_color(false),
+        criterion_dir,
+        rows: Vec::new(),
+        notes: Vec::new(),
+    };
+    eprintln!("building the plugins and xcsh-plugins (--release)...");
+    let started = Instant::now();
+    release_artifacts();
+    if wanted("calls") {
+        bench_calls(&mut bench);
+    }
+    if wanted("load") {
+        bench_load(&mut bench);
+    }
+    if wanted("store") {
+        bench_store(&mut bench);
+    }
+    if wanted("ast_edit") {
+        bench_ast_edit(&mut bench);
+    }
+    let table = render(&bench, started.elapsed());
+    std::fs::write(out.join("table.md"), &table).unwrap();
+    println!("\n{table}");
+}
+
+fn render(bench: &Bench, took: Duration) -> String {
+    let mut out = format!(
+        "Machine: {} cores, {} ({}); benchmarks took {:.0} s.\n\n",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        cpu_model(),
+        std::env::consts::ARCH,
+        took.as_secs_f64()
+    );
+    out.push_str("| section | benchmark | median | baseline (median) | ratio | target | met |\n");
+    out.push_str("|---|---|---|---|---|---|---|\n");
+    for row in &bench.rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            row.section, row.what, row.measured, row.baseline, row.ratio, row.target, row.met
+        ));
+    }
+    if !bench.notes.is_empty() {
+        out.push('\n');
+        for note in &bench.notes {
+            out.push_str(&format!("- {note}\n"));
+        }
+    }
+    out
+}
+
+/// Time `iters` awaits of `call` inside one `block_on`.
+fn timed_calls<F, Fut>(runtime: &tokio::runtime::Runtime, iters: u64, call: F) -> Duration
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future,
+{
+    runtime.block_on(async {
+        let start = Instant::now();
+        for _ in 0..iters {
+            std::hint::black_box(call().await);
+        }
+        start.elapsed()
+    })
+}
+
+fn bench_calls(bench: &mut Bench) {
+    let artifacts = release_artifacts();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let builtin = calls::builtin_session(cwd.path());
+    let plugin = calls::plugin_session(cwd.path(), &artifacts.plugin("fixture-bench")).unwrap();
+    let multi = calls::plugin_session(cwd.path(), &artifacts.plugin("fixture-multi")).unwrap();
+    let mcp = runtime
+        .block_on(calls::McpServer::start(
+            &artifacts.cli(),
+            &artifacts.plugin("fixture-bench"),
+            cwd.path(),
+        ))
+        .unwrap();
+    let note_args = || json!({"file": "note.txt", "content": "hello"});
+    // Every path gives the expected answer before anything is timed.
+    runtime.block_on(async {
+        for session in [&builtin, &plugin] {
+            let outcome = calls::call_echo(session).await;
+            assert!(!outcome.is_error, "{}", outcome.text());
+            assert_eq!(outcome.text(), calls::ECHO_TEXT);
+        }
+        let result = mcp.call_echo().await.unwrap();
+        assert_eq!(calls::mcp_text(&result), calls::ECHO_TEXT);
+        let applied = calls::round_trip(&plugin, "bench_preview", calls::echo_args()).await;
+        assert!(!applied.is_error, "{}", applied.text());
+        let applied = calls::round_trip(&multi, "note_preview", note_args()).await;
+        assert!(!applied.is_error, "{}", applied.text());
+    });
+
+    let mut group = bench.criterion.benchmark_group("calls");
+    group
+        .sample_size(50)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    group.bench_function("a_builtin", |b| {
+        b.iter_custom(|iters| timed_calls(&runtime, iters, || calls::call_echo(&builtin)));
+    });
+    group.bench_function("b_plugin", |b| {
+        b.iter_custom(|iters| timed_calls(&runtime, iters, || calls::call_echo(&plugin)));
+    });
+    group.bench_function("c_mcp", |b| {
+        b.iter_custom(|iters| {
+            timed_calls(&runtime, iters, || async {
+                mcp.call_echo().await.expect("MCP call failed")
+            })
+        });
+    });
+    group.bench_function("round_trip_noop", |b| {
+        b.iter_custom(|iters| {
+            timed_calls(&runtime, iters, || {
+                calls::round_trip(&plugin, "bench_preview", calls::echo_args())
+            })
+        });
+    });
+    group.bench_function("round_trip_note", |b| {
+        b.iter_custom(|iters| {
+            timed_calls(&runtime, iters, || {
+                calls::round_trip(&multi, "note_preview", note_args())
+            })
+        });
+    });
+    group.finish();
+    runtime.block_on(mcp.stop());
+
+    let a = bench.median("calls", "a_builtin");
+    let b = bench.median("calls", "b_plugin");
+    let c = bench.median("calls", "c_mcp");
+    let (b_a, c_b) = (
+        b.as_secs_f64() / a.as_secs_f64(),
+        c.as_secs_f64() / b.as_secs_f64(),
+    );
+    let round_noop = bench.median("calls", "round_trip_noop");
+    let round_note = bench.median("calls", "round_trip_note");
+    bench.rows.push(Row::new(
+        "call",
+        "(a) `bench_echo` compiled into the host, `Session::call`",
+        time(a),
+    ));
+    bench.rows.push(
+        Row::new(
+            "call",
+            "(b) `bench_echo` loaded as a plugin, `Session::call`",
+            time(b),
+        )
+        .baseline(format!("(a) {}", time(a)))
+        .ratio("b/a", b_a)
+        .target("b/a ≤ 1.5", b_a <= 1.5),
+    );
+    bench.rows.push(
+        Row::new(
+            "call",
+            "(c) `bench_echo` over MCP stdio (`xcsh-plugins mcp`, rmcp client)",
+            time(c),
+        )
+        .baseline(format!("(b) {}", time(b)))
+        .ratio("c/b", c_b)
+        .target("c/b ≥ 100", c_b >= 100.0),
+    );
+    bench.rows.push(Row::new(
+        "call",
+        "preview + `resolve` apply, plugin `bench_preview` (apply returns a text)",
+        time(round_noop),
+    ));
+    bench.rows.push(Row::new(
+        "call",
+        "preview + `resolve` apply, plugin `note_preview` (apply writes a small file)",
+        time(round_note),
+    ));
+}
+
+/// In a child process: load the copies in `$XCSH_BENCH_LOAD_DIR` and print the sample.
+fn load_child(kind: &str) {
+    let dir = PathBuf::from(std::env::var_os(CHILD_DIR_ENV).expect("no directory"));
+    let cwd = PathBuf::from(std::env::var_os(CHILD_CWD_ENV).expect("no cwd"));
+    let sample = match kind {
+        "loader" => load::with_loader(&cwd, &dir),
+        "raw" => load::raw(&dir),
+        other => Err(format!("unknown load kind {other}")),
+    };
+    match sample {
+        Ok(sample) => println!("{}", serde_json::to_string(&sample).unwrap()),
+        Err(message) => {
+            eprintln!("{message}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Run one load measurement in a fresh child process (a file loads once per process).
+fn load_in_child(kind: &str, dir: &Path, cwd: &Path) -> load::LoadSample {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD_ENV, kind)
+        .env(CHILD_DIR_ENV, dir)
+        .env(CHILD_CWD_ENV, cwd)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "load child ({kind}, {}) failed: {}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn bench_load(bench: &mut Bench) {
+    let source = release_artifacts().plugin("batch-rename");
+    let size = std::fs::metadata(&source).unwrap().len();
+    let root = tempfile::tempdir().unwrap(); // 0700
+    let cwd = root.path().join("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    let mut dirs = Vec::new();
+    for n in LOAD_COUNTS {
+        let dir = root.path().join(format!("n{n}"));
+        load::copy_plugin(&source, &dir, n).unwrap();
+        dirs.push((n, dir));
+    }
+    let samples: RefCell<Vec<(String, load::LoadSample)>> = RefCell::new(Vec::new());
+
+    let mut group = bench.criterion.benchmark_group("load");
+    // Each iteration is a child process loading N files: few, long samples.
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(1))
+        .measurement_time(Duration::from_millis(1));
+    for (n, dir) in &dirs {
+        for kind in ["loader", "raw"] {
+            group.bench_function(format!("{kind}_n{n}"), |b| {
+                b.iter_custom(|iters| {
+                    (0..iters)
+                        .map(|_| {
+                            let sample = load_in_child(kind, dir, &cwd);
+                            assert_eq!(sample.loaded, *n);
+                            samples.borrow_mut().push((format!("{kind}_n{n}"), sample));
+                            sample.elapsed()
+                        })
+                        .sum()
+                });
+            });
+        }
+    }
+    group.finish();
+
+    for n in LOAD_COUNTS {
+        let loader = bench.median("load", &format!("loader_n{n}"));
+        let raw = bench.median("load", &format!("raw_n{n}"));
+        let per = |d: Duration| d / u32::try_from(n).unwrap();
+        let r = loader.as_secs_f64() / raw.as_secs_f64();
+        let mut row = Row::new(
+            "load",
+            format!("load {n} distinct copies with the loader, per plugin"),
+            time(per(loader)),
+        )
+        .baseline(format!("raw dlopen + 1 symbol: {}", time(per(raw))))
+        .ratio("loader/raw", r);
+        if n == 100 {
+            row = row.target("≤ 1.5", r <= 1.5);
+        }
+        bench.rows.push(row);
+    }
+    let per_plugin = |kind: &str, field: fn(&load::LoadSample) -> f64| {
+        let mut values: Vec<f64> = samples
+            .borrow()
+            .iter()
+            .filter(|(id, _)| id == &format!("{kind}_n100"))
+            .map(|(_, s)| field(s) / s.loaded as f64)
+            .collect();
+        median_of(&mut values)
+    };
+    let rss = |s: &load::LoadSample| s.rss_after_kib as f64 - s.rss_before_kib as f64;
+    let shmem = |s: &load::LoadSample| s.shmem_after_kib as f64 - s.shmem_before_kib as f64;
+    let loader_rss = per_plugin("loader", rss);
+    let raw_rss = per_plugin("raw", rss);
+    let loader_shmem = per_plugin("loader", shmem);
+    let size_kib = size as f64 / 1024.0;
+    bench.rows.push(
+        Row::new(
+            "load",
+            "resident memory added per loaded plugin (VmRSS, 100 copies, loader)",
+            kib(loader_rss),
+        )
+        .baseline(format!(
+            "raw dlopen: {}; file size {}",
+            kib(raw_rss),
+            kib(size_kib)
+        ))
+        .ratio("loader/raw", loader_rss / raw_rss)
+        .target("≤ file size + 64 KiB", loader_rss <= size_kib + 64.0),
+    );
+    if loader_shmem.abs() >= 64.0 {
+        bench.rows.push(
+            Row::new(
+                "load",
+                "in-memory file copies (machine `Shmem`) per loaded plugin, loader",
+                kib(loader_shmem),
+            )
+            .baseline(format!("file size {}", kib(size_kib)))
+            .target(
+                "with RSS ≤ file size + 64 KiB",
+                loader_rss + loader_shmem <= size_kib + 64.0,
+            ),
+        );
+    }
+    bench.notes.push(format!(
+        "load: copies of `{}` ({}), each measured in a fresh child process, the page cache warm; \
+         the loader builds one session over the directory of copies (all checks on); every copy \
+         after the first defines the same tool and ends in a name-conflict load error after its \
+         factory ran.",
+        source.file_name().unwrap().to_string_lossy(),
+        kib(size_kib)
+    ));
+}
+
+fn bench_store(bench: &mut Bench) {
+    let mut group = bench.criterion.benchmark_group("store");
+    group
+        .sample_size(50)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    group.bench_function("push_pop_1_thread", |b| {
+        b.iter_custom(|iters| {
+            let store = xcsh_loader::PendingActionStore::new();
+            let action = store::noop_action();
+            let start = Instant::now();
+            let action = store::push_pop(&store, action, iters);
+            let elapsed = start.elapsed();
+            std::hint::black_box(action);
+            elapsed
+        });
+    });
+    // One iteration = one push + pop on each of the two threads.
+    group.bench_function("push_pop_2_threads", |b| {
+        b.iter_custom(|iters| store::contended(2, iters));
+    });
+    group.finish();
+    let one = bench.median("store", "push_pop_1_thread");
+    let two = bench.median("store", "push_pop_2_threads") / 2;
+    let per_sec = |d: Duration| format!("{:.1} M pairs/s", 1e-6 / d.as_secs_f64());
+    bench.rows.push(Row::new(
+        "store",
+        "push + pop, 1 thread (per pair)",
+        format!("{} ({})", time(one), per_sec(one)),
+    ));
+    bench.rows.push(
+        Row::new(
+            "store",
+            "push + pop, 2 threads contending (wall time per pair, both threads together)",
+            format!("{} ({})", time(two), per_sec(two)),
+        )
+        .baseline(format!("1 thread: {}", time(one)))
+        .ratio("2 threads/1 thread", two.as_secs_f64() / one.as_secs_f64()),
+    );
+}
+
+fn bench_ast_edit(bench: &mut Bench) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let tree_dir = root.path().join("tree");
+    let generated = tree::generate(&tree_dir, TREE_FILES).unwrap();
+    let expected_label = format!(
+        "AST Edit: {} replacements in {} files",
+        generated.matches, generated.files_with_matches
+    );
+    let session = tree::session(&tree_dir);
+    // The preview finds exactly what the generator wrote.
+    runtime.block_on(async {
+        let preview = tree::preview(&session).await;
+        assert!(!preview.is_error, "{}", preview.text());
+        let label = session.store().unwrap().peek().unwrap().label;
+        assert_eq!(label, expected_label);
+        tree::resolve(&session, "discard").await;
+    });
+    let cli = ast_grep_cli();
+    let scratch = root.path().join("scratch");
+    let fresh_copy = |name: &str| {
+        let dir = scratch.join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        tree::copy_tree(&tree_dir, &dir).unwrap();
+        dir
+    };
+    let apply_times: RefCell<Vec<f64>> = RefCell::new(Vec::new());
+
+    let mut group = bench.criterion.benchmark_group("ast_edit");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(1))
+        .measurement_time(Duration::from_millis(1));
+    group.bench_function("ast_edit_preview", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| {
+                    runtime.block_on(async {
+                        let start = Instant::now();
+                        let preview = tree::preview(&session).await;
+                        let elapsed = start.elapsed();
+                        assert!(!preview.is_error, "{}", preview.text());
+                        tree::resolve(&session, "discard").await;
+                        elapsed
+                    })
+                })
+                .sum()
+        });
+    });
+    group.bench_function("ast_edit_preview_apply", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| {
+                    let dir = fresh_copy("ours");
+                    let session = tree::session(&dir);
+                    runtime.block_on(async {
+                        let start = Instant::now();
+                        let preview = tree::preview(&session).await;
+                        let previewed = start.elapsed();
+                        let applied = tree::resolve(&session, "apply").await;
+                        let elapsed = start.elapsed();
+                        assert!(!preview.is_error, "{}", preview.text());
+                        assert!(!applied.is_error, "{}", applied.text());
+                        apply_times
+                            .borrow_mut()
+                            .push((elapsed - previewed).as_secs_f64());
+                        elapsed
+                    })
+                })
+                .sum()
+        });
+    });
+    if let Ok(cli) = &cli {
+        group.bench_function("ast_grep_run", |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        let start = Instant::now();
+                        std::hint::black_box(tree::ast_grep(cli, &tree_dir, false).unwrap());
+                        start.elapsed()
+                    })
+                    .sum()
+            });
+        });
+        group.bench_function("ast_grep_update_all", |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        let dir = fresh_copy("theirs");
+                        let start = Instant::now();
+                        tree::ast_grep(cli, &dir, true).unwrap();
+                        start.elapsed()
+                    })
+                    .sum()
+            });
+        });
+    }
+    group.finish();
+
+    let preview = bench.median("ast_edit", "ast_edit_preview");
+    let total = bench.median("ast_edit", "ast_edit_preview_apply");
+    let apply = Duration::from_secs_f64(median_of(&mut apply_times.borrow_mut()));
+    let what = format!(
+        "{} files ({} KiB of Rust/TS/Python), `{}` → `{}`: {} replacements in {} files",
+        generated.files,
+        generated.bytes / 1024,
+        tree::PATTERN,
+        tree::REWRITE,
+        generated.matches,
+        generated.files_with_matches
+    );
+    match &cli {
+        Ok(cli) => {
+            let run = bench.median("ast_edit", "ast_grep_run");
+            let update = bench.median("ast_edit", "ast_grep_update_all");
+            let r = preview.as_secs_f64() / run.as_secs_f64();
+            bench.rows.push(
+                Row::new(
+                    "ast_edit",
+                    "`ast_edit` preview (`Session::call`)",
+                    time(preview),
+                )
+                .baseline(format!("`ast-grep run -p P -r R`: {}", time(run)))
+                .ratio("ast_edit/ast-grep", r)
+                .target("≤ 1.0", r <= 1.0),
+            );
+            bench.rows.push(
+                Row::new(
+                    "ast_edit",
+                    format!(
+                        "`ast_edit` preview + `resolve` apply (the apply alone: {})",
+                        time(apply)
+                    ),
+                    time(total),
+                )
+                .baseline(format!("`ast-grep run ... --update-all`: {}", time(update)))
+                .ratio(
+                    "ast_edit/ast-grep",
+                    total.as_secs_f64() / update.as_secs_f64(),
+                ),
+            );
+            // Same work: the last applied copies are identical.
+            let same = tree::same_tree(&scratch.join("ours"), &scratch.join("theirs"));
+            let version = Command::new(cli)
+                .arg("--version")
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+                .unwrap_or_default();
+            bench.notes.push(format!(
+                "ast_edit: {what}; {version}; both on 2 threads by default; files written by \
+                 `ast_edit` apply and by `ast-grep --update-all`: {}.",
+                match same {
+                    Ok(()) => "identical".to_owned(),
+                    Err(difference) => format!("DIFFERENT ({difference})"),
+                }
+            ));
+        }
+        Err(reason) => {
+            bench.rows.push(Row::new(
+                "ast_edit",
+                "`ast_edit` preview (`Session::call`)",
+                time(preview),
+            ));
+            bench.rows.push(Row::new(
+                "ast_edit",
+                format!(
+                    "`ast_edit` preview + `resolve` apply (the apply alone: {})",
+                    time(apply)
+                ),
+                time(total),
+            ));
+            bench.notes.push(format!(
+                "ast_edit: {what}; no ast-grep CLI to compare with: {reason}"
+            ));
+        }
+    }
+}

@@ -1,0 +1,640 @@
+//! The benchmarks' setups and single iterations, shared by `benches/xcsh.rs` (which times them
+//! with criterion) and `tests/bench_setup.rs` (which runs each once, so `cargo test` proves
+//! every benchmark can run without timing anything).
+//!
+//! - [`calls`]: one trivial tool reached three ways (compiled in, plugin, MCP over stdio) and
+//!   preview + `resolve` round trips;
+//! - [`load`]: N distinct copies of a plugin loaded by the loader or by raw `dlopen`;
+//! - [`store`]: push + pop on the pending-action store, alone and contended;
+//! - [`tree`]: `ast_edit` and the `ast-grep` CLI on the same generated source tree.
+
+/// Read a `/proc` status-style field (`VmRSS:`, `Shmem:`, ...) in KiB.
+fn proc_kib(file: &str, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let line = text.lines().find(|l| l.starts_with(field))?;
+    line[field.len()..]
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+}
+
+/// This process's resident set size, in KiB (`VmRSS` of `/proc/self/status`).
+pub fn rss_kib() -> u64 {
+    proc_kib("/proc/self/status", "VmRSS:").unwrap_or(0)
+}
+
+/// The machine's shared memory in use (`Shmem` of `/proc/meminfo`, KiB): where in-memory
+/// files (memfd) live, which a process's RSS counts only for the pages it touched.
+pub fn shmem_kib() -> u64 {
+    proc_kib("/proc/meminfo", "Shmem:").unwrap_or(0)
+}
+
+pub mod calls {
+    //! Call overhead: `bench_echo` compiled into the host ([`BuiltinEcho`]), loaded from the
+    //! `fixture-bench` plugin, and served by `xcsh-plugins mcp` to an `rmcp` client.
+
+    use std::path::Path;
+    use std::process::Stdio;
+
+    use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+    use rmcp::service::{RoleClient, RunningService};
+    use rmcp::ServiceExt;
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+    use serde_json::{json, Value};
+    use xcsh_loader::store::BoxFuture;
+    use xcsh_loader::{
+        AgentToolResult, CallContext, Session, Tool, ToolError, ToolOrigin, ToolOutcome, ToolSpec,
+    };
+
+    /// The tool every call benchmark calls.
+    pub const ECHO: &str = "bench_echo";
+
+    /// Its arguments.
+    pub fn echo_args() -> Value {
+        json!({"text": "hello"})
+    }
+
+    /// What it returns for [`echo_args`].
+    pub const ECHO_TEXT: &str = "echo: hello";
+
+    // The same type, doc comments included (they become the schema), as in
+    // `plugins/fixture-bench`.
+    /// Arguments: the text to echo.
+    #[derive(Deserialize, JsonSchema)]
+    struct EchoParams {
+        /// Text to echo back.
+        text: String,
+    }
+
+    /// `bench_echo` compiled into the host: the same logic as the plugin's (parse the JSON
+    /// arguments, return a short text), as a [`Tool`] the session runs like any other.
+    pub struct BuiltinEcho {
+        spec: ToolSpec,
+    }
+
+    impl Default for BuiltinEcho {
+        fn default() -> Self {
+            Self {
+                spec: ToolSpec {
+                    name: ECHO.to_owned(),
+                    label: "Bench Echo".to_owned(),
+                    description: "Returns its text (benchmark fixture)".to_owned(),
+                    parameters: xcsh_plugin_api::schema_of::<EchoParams>(),
+                    hidden: false,
+                    deferrable: false,
+                    origin: ToolOrigin::Builtin,
+                },
+            }
+        }
+    }
+
+    impl Tool for BuiltinEcho {
+        fn spec(&self) -> &ToolSpec {
+            &self.spec
+        }
+
+        fn execute(
+            &self,
+            _tool_call_id: String,
+            arguments: Value,
+            _ctx: CallContext,
+        ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+            Box::pin(async move {
+                let params: EchoParams = serde_json::from_value(arguments)
+                    .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+                Ok(AgentToolResult::text(format!("echo: {}", params.text)))
+            })
+        }
+    }
+
+    /// A session whose only tool is [`BuiltinEcho`].
+    pub fn builtin_session(cwd: &Path) -> Session {
+        Session::builder(cwd)
+            .default_dirs(false)
+            .builtin(std::sync::Arc::new(BuiltinEcho::default()))
+            .build()
+    }
+
+    /// A session that loads exactly `plugin`; `Err` lists the load errors.
+    pub fn plugin_session(cwd: &Path, plugin: &Path) -> Result<Session, String> {
+        let session = Session::builder(cwd)
+            .default_dirs(false)
+            .plugin(plugin)
+            .build();
+        if session.load_errors().is_empty() {
+            Ok(session)
+        } else {
+            Err(format!(
+                "loading {}: {:?}",
+                plugin.display(),
+                session.load_errors()
+            ))
+        }
+    }
+
+    /// One call of `bench_echo` through a session.
+    pub async fn call_echo(session: &Session) -> ToolOutcome {
+        session.call(ECHO, echo_args()).await
+    }
+
+    /// Preview with `tool`, then `resolve` apply: one round trip; the outcome of `resolve`.
+    /// Takes the steering messages the push queued, as a host does before its next request.
+    pub async fn round_trip(session: &Session, tool: &str, args: Value) -> ToolOutcome {
+        let preview = session.call(tool, args).await;
+        if preview.is_error {
+            return preview;
+        }
+        let applied = session
+            .call("resolve", json!({"action": "apply", "reason": "bench"}))
+            .await;
+        session.take_steering_messages();
+        applied
+    }
+
+    /// `xcsh-plugins ... mcp` as a child process, with an `rmcp` client on its stdio.
+    pub struct McpServer {
+        client: RunningService<RoleClient, ()>,
+        child: tokio::process::Child,
+    }
+
+    impl McpServer {
+        /// Start `cli --no-default-dirs --plugin <plugin> --cwd <cwd> mcp` and initialize.
+        /// Needs a tokio runtime with IO enabled.
+        pub async fn start(cli: &Path, plugin: &Path, cwd: &Path) -> Result<Self, String> {
+            let mut child = tokio::process::Command::new(cli)
+                .arg("--no-default-dirs")
+                .arg("--plugin")
+                .arg(plugin)
+                .arg("--cwd")
+                .arg(cwd)
+                .arg("mcp")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| format!("cannot start {}: {e}", cli.display()))?;
+            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                return Err("no stdio pipes".to_owned());
+            };
+            let client =
+                ().serve((stdout, stdin))
+                    .await
+                    .map_err(|e| format!("MCP initialize failed: {e}"))?;
+            Ok(Self { client, child })
+        }
+
+        /// One `tools/call` of `bench_echo`.
+        pub async fn call_echo(&self) -> Result<CallToolResult, String> {
+            let Value::Object(arguments) = echo_args() else {
+                return Err("arguments must be an object".to_owned());
+            };
+            self.client
+                .call_tool(CallToolRequestParams::new(ECHO).with_arguments(arguments))
+                .await
+                .map_err(|e| format!("tools/call failed: {e}"))
+        }
+
+        /// Close the client and end the server.
+        pub async fn stop(mut self) {
+            let _ = self.client.cancel().await;
+            let _ = self.child.kill().await;
+        }
+    }
+
+    /// The text blocks of an MCP result, joined by `\n`.
+    pub fn mcp_text(result: &CallToolResult) -> String {
+        result
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text(text) => Some(text.text.clone()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+pub mod load {
+    //! Loading N distinct copies of a plugin: by the loader (a session over the directory of
+    //! copies, every check on) and by raw `libloading::Library::new` + one symbol lookup.
+    //!
+    //! A file can be loaded only once per process (later loads of the same path or inode
+    //! return the loaded library), so every measurement runs on copies this process has never
+    //! loaded; the benchmark runs each one in a fresh child process.
+
+    use std::path::{Path, PathBuf};
+    use std::time::{Duration, Instant};
+
+    use serde::{Deserialize, Serialize};
+    use xcsh_loader::{LoadError, Session};
+
+    /// What one load measurement saw.
+    #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+    pub struct LoadSample {
+        /// Files loaded.
+        pub loaded: usize,
+        /// Wall time of loading them all.
+        pub nanos: u64,
+        /// Resident set before and after (KiB).
+        pub rss_before_kib: u64,
+        /// After loading.
+        pub rss_after_kib: u64,
+        /// Machine-wide shared memory (in-memory files) before and after (KiB).
+        pub shmem_before_kib: u64,
+        /// After loading.
+        pub shmem_after_kib: u64,
+    }
+
+    impl LoadSample {
+        /// The wall time.
+        pub fn elapsed(&self) -> Duration {
+            Duration::from_nanos(self.nanos)
+        }
+    }
+
+    fn measure(
+        loaded: usize,
+        work: impl FnOnce() -> Result<(), String>,
+    ) -> Result<LoadSample, String> {
+        let (rss_before_kib, shmem_before_kib) = (super::rss_kib(), super::shmem_kib());
+        let start = Instant::now();
+        work()?;
+        let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        Ok(LoadSample {
+            loaded,
+            nanos,
+            rss_before_kib,
+            rss_after_kib: super::rss_kib(),
+            shmem_before_kib,
+            shmem_after_kib: super::shmem_kib(),
+        })
+    }
+
+    /// Copy `source` to `n` distinct files `lib<stem>_<i>.so` in `dir` (created, mode 0700).
+    pub fn copy_plugin(source: &Path, dir: &Path, n: usize) -> std::io::Result<Vec<PathBuf>> {
+        std::fs::create_dir_all(dir)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+        let stem = source
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("libplugin");
+        let suffix = std::env::consts::DLL_SUFFIX;
+        (0..n)
+            .map(|i| {
+                let target = dir.join(format!("{stem}_{i:03}{suffix}"));
+                std::fs::copy(source, &target)?;
+                Ok(target)
+            })
+            .collect()
+    }
+
+    /// The plugin files in `dir`, sorted.
+    pub fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        let suffix = std::env::consts::DLL_SUFFIX;
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.to_string_lossy().ends_with(suffix))
+            .collect();
+        files.sort();
+        Ok(files)
+    }
+
+    /// Load every plugin in `dir` with the loader: one session, `--plugin <dir>`, no default
+    /// directories. The copies all define the same tool, so every copy after the first must
+    /// end in exactly one `NameConflict` (loaded and instantiated, its tool not registered);
+    /// any other load error fails the measurement. The session stays alive until measured.
+    pub fn with_loader(cwd: &Path, dir: &Path) -> Result<LoadSample, String> {
+        let n = plugin_files(dir).map_err(|e| e.to_string())?.len();
+        let mut session = None;
+        let sample = measure(n, || {
+            session = Some(
+                Session::builder(cwd)
+                    .default_dirs(false)
+                    .plugin(dir)
+                    .build(),
+            );
+            Ok(())
+        })?;
+        let session = session.ok_or("no session")?;
+        let unexpected: Vec<&LoadError> = session
+            .load_errors()
+            .iter()
+            .filter(|e| !matches!(e, LoadError::NameConflict { .. }))
+            .collect();
+        let conflicts = session.load_errors().len() - unexpected.len();
+        if !unexpected.is_empty() || conflicts + 1 != n.max(1) || session.tools().is_empty() {
+            return Err(format!(
+                "loading {n} copies: {conflicts} name conflicts, unexpected: {unexpected:?}"
+            ));
+        }
+        Ok(sample)
+    }
+
+    /// Load every plugin in `dir` with raw `libloading::Library::new` and look up the root
+    /// module symbol once in each. The libraries stay loaded.
+    pub fn raw(dir: &Path) -> Result<LoadSample, String> {
+        let files = plugin_files(dir).map_err(|e| e.to_string())?;
+        let symbol = format!("{}\0", xcsh_plugin_api::ffi::ROOT_MODULE_SYMBOL);
+        measure(files.len(), || {
+            for file in &files {
+                // SAFETY: the files are copies of a plugin built from this workspace; loading
+                // runs its constructors, which is what a host does with any plugin.
+                let library = unsafe { libloading::Library::new(file) }
+                    .map_err(|e| format!("{}: {e}", file.display()))?;
+                // SAFETY: only the address is read; nothing is called through it.
+                let root = unsafe { library.get::<*const ()>(symbol.as_bytes()) }
+                    .map_err(|e| format!("{}: {e}", file.display()))?;
+                std::hint::black_box(*root);
+                std::mem::forget(library);
+            }
+            Ok(())
+        })
+    }
+}
+
+pub mod store {
+    //! Push + pop on a [`PendingActionStore`], on one thread and on several at once.
+
+    use std::sync::{Arc, Barrier};
+    use std::time::{Duration, Instant};
+
+    use xcsh_loader::{AgentToolResult, PendingAction, PendingActionStore};
+
+    /// A pending action whose apply only returns a text.
+    pub fn noop_action() -> PendingAction {
+        PendingAction::new(
+            "Bench: no-op",
+            "bench",
+            Box::new(|_reason| Box::pin(async { Ok(AgentToolResult::text("applied")) })),
+        )
+    }
+
+    /// `iters` times: push `action`, pop the top (which is then pushed next time). Returns
+    /// the action held at the end. Panics if the store was empty at a pop (a store bug).
+    pub fn push_pop(
+        store: &PendingActionStore,
+        action: PendingAction,
+        iters: u64,
+    ) -> PendingAction {
+        let mut action = action;
+        for _ in 0..iters {
+            store.push(action);
+            action = store
+                .pop()
+                .expect("the store lost an action between push and pop");
+        }
+        action
+    }
+
+    /// `threads` threads each do `iters` push + pop pairs on one shared store, started
+    /// together; the wall time from the start to the last one's end.
+    pub fn contended(threads: usize, iters: u64) -> Duration {
+        let store = Arc::new(PendingActionStore::new());
+        let start = Barrier::new(threads + 1);
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (store, start) = (&store, &start);
+                    scope.spawn(move || {
+                        let action = noop_action();
+                        start.wait();
+                        std::hint::black_box(push_pop(store, action, iters));
+                    })
+                })
+                .collect();
+            start.wait();
+            let began = Instant::now();
+            for worker in workers {
+                if let Err(panic) = worker.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+            let elapsed = began.elapsed();
+            assert_eq!(store.count(), 0, "push + pop left actions behind");
+            elapsed
+        })
+    }
+}
+
+pub mod tree {
+    //! `ast_edit` beside `ast-grep run` on one generated tree of Rust, TypeScript and Python
+    //! files: the same pattern and rewrite, the preview (`ast-grep run` without
+    //! `--update-all`: it prints the changes) and the apply (`--update-all`).
+
+    use std::path::Path;
+    use std::process::{Command, Stdio};
+
+    use serde_json::json;
+    use xcsh_loader::{Session, ToolOutcome};
+
+    /// The pattern every run rewrites.
+    pub const PATTERN: &str = "foo($A)";
+    /// Its rewrite.
+    pub const REWRITE: &str = "bar($A)";
+
+    /// What [`generate`] wrote.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Generated {
+        /// Source files.
+        pub files: usize,
+        /// Calls [`PATTERN`] matches (single-argument `foo(...)` calls).
+        pub matches: usize,
+        /// Files with at least one match.
+        pub files_with_matches: usize,
+        /// Total bytes.
+        pub bytes: usize,
+    }
+
+    const FUNCTIONS: usize = 12;
+
+    fn rust(i: usize, calls: usize, two_arg: bool) -> String {
+        let mut s = format!(
+            "// Generated source file {i} (Rust).\nuse crate::util::{{baz, foo, qux}};\n\n"
+        );
+        for j in 0..FUNCTIONS {
+            let call = if j < calls {
+                format!("foo(x + {j})")
+            } else {
+                format!("baz(x, {j})")
+            };
+            s.push_str(&format!(
+                "/// Function {j} of file {i}.\npub fn f{j}(x: i64) -> i64 {{\n    let y = {call};\n    let z = qux(y + {j});\n    if z > {j} {{\n        return baz(z, {j});\n    }}\n    z * 2\n}}\n\n"
+            ));
+        }
+        if two_arg {
+            s.push_str("pub fn tail(x: i64) -> i64 {\n    foo(x, 1)\n}\n");
+        }
+        s
+    }
+
+    fn typescript(i: usize, calls: usize, two_arg: bool) -> String {
+        let mut s = format!(
+            "// Generated source file {i} (TypeScript).\nimport {{ baz, foo, qux }} from \"./util\";\n\n"
+        );
+        for j in 0..FUNCTIONS {
+            let call = if j < calls {
+                format!("foo(x + {j})")
+            } else {
+                format!("baz(x, {j})")
+            };
+            s.push_str(&format!(
+                "/** Function {j} of file {i}. */\nexport function f{j}(x: number): number {{\n  const y = {call};\n  const z = qux(y + {j});\n  if (z > {j}) {{\n    return baz(z, {j});\n  }}\n  return z * 2;\n}}\n\n"
+            ));
+        }
+        if two_arg {
+            s.push_str("export function tail(x: number): number {\n  return foo(x, 1);\n}\n");
+        }
+        s
+    }
+
+    fn python(i: usize, calls: usize, two_arg: bool) -> String {
+        let mut s =
+            format!("# Generated source file {i} (Python).\nfrom util import baz, foo, qux\n\n");
+        for j in 0..FUNCTIONS {
+            let call = if j < calls {
+                format!("foo(x + {j})")
+            } else {
+                format!("baz(x, {j})")
+            };
+            s.push_str(&format!(
+                "\ndef f{j}(x):\n    \"\"\"Function {j} of file {i}.\"\"\"\n    y = {call}\n    z = qux(y + {j})\n    if z > {j}:\n        return baz(z, {j})\n    return z * 2\n\n"
+            ));
+        }
+        if two_arg {
+            s.push_str("\ndef tail(x):\n    return foo(x, 1)\n");
+        }
+        s
+    }
+
+    /// Write `files` source files under `root` (a third each of `.rs`, `.ts` and `.py`, in 20
+    /// packages of up to 10 directories). A quarter of the files call `foo` with one argument
+    /// nowhere; the others do it in 1 to 6 of their 12 functions; every fifth file also has a
+    /// two-argument `foo(x, 1)`, which the pattern must not match.
+    pub fn generate(root: &Path, files: usize) -> std::io::Result<Generated> {
+        let mut generated = Generated {
+            files,
+            matches: 0,
+            files_with_matches: 0,
+            bytes: 0,
+        };
+        for i in 0..files {
+            let dir = root.join(format!("pkg{:02}/mod{:02}", i % 20, (i / 20) % 10));
+            std::fs::create_dir_all(&dir)?;
+            let calls = if i % 4 == 0 { 0 } else { 1 + (i * 7) % 6 };
+            let two_arg = i % 5 == 0;
+            let (name, content) = match i % 3 {
+                0 => (format!("file{i:04}.rs"), rust(i, calls, two_arg)),
+                1 => (format!("file{i:04}.ts"), typescript(i, calls, two_arg)),
+                _ => (format!("file{i:04}.py"), python(i, calls, two_arg)),
+            };
+            std::fs::write(dir.join(name), &content)?;
+            generated.matches += calls;
+            generated.files_with_matches += usize::from(calls > 0);
+            generated.bytes += content.len();
+        }
+        Ok(generated)
+    }
+
+    /// Copy the tree at `from` to `to` (regular files and directories).
+    pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            let target = to.join(entry.file_name());
+            if entry.file_type()?.is_dir() {
+                copy_tree(&entry.path(), &target)?;
+            } else {
+                std::fs::copy(entry.path(), target)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A session rooted at `root` with the built-in `ast_edit`.
+    pub fn session(root: &Path) -> Session {
+        Session::builder(root)
+            .default_dirs(false)
+            .builtin(xcsh_loader::ast_edit::ast_edit_tool())
+            .build()
+    }
+
+    /// `ast_edit` over the whole tree: the preview (one pending action when anything matched).
+    pub async fn preview(session: &Session) -> ToolOutcome {
+        session
+            .call(
+                "ast_edit",
+                json!({"ops": [{"pat": PATTERN, "out": REWRITE}]}),
+            )
+            .await
+    }
+
+    /// `resolve` the pending preview with `action` (`apply` or `discard`).
+    pub async fn resolve(session: &Session, action: &str) -> ToolOutcome {
+        let outcome = session
+            .call("resolve", json!({"action": action, "reason": "bench"}))
+            .await;
+        session.take_steering_messages();
+        outcome
+    }
+
+    /// `ast-grep run --pattern P --rewrite R` in `root` (a preview: it prints every change),
+    /// with `--update-all` when `apply`. Returns what it printed.
+    pub fn ast_grep(cli: &Path, root: &Path, apply: bool) -> Result<String, String> {
+        let mut command = Command::new(cli);
+        command
+            .args(["run", "--pattern", PATTERN, "--rewrite", REWRITE])
+            .current_dir(root)
+            .stdin(Stdio::null());
+        if apply {
+            command.arg("--update-all");
+        }
+        let output = command
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", cli.display()))?;
+        if !output.status.success() {
+            return Err(format!(
+                "ast-grep failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
+    /// Whether two trees hold the same files with the same bytes; `Err` names a difference.
+    pub fn same_tree(a: &Path, b: &Path) -> Result<(), String> {
+        let mut names_a: Vec<_> = std::fs::read_dir(a)
+            .map_err(|e| e.to_string())?
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect();
+        let mut names_b: Vec<_> = std::fs::read_dir(b)
+            .map_err(|e| e.to_string())?
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect();
+        names_a.sort();
+        names_b.sort();
+        if names_a != names_b {
+            return Err(format!(
+                "{} and {} list different files",
+                a.display(),
+                b.display()
+            ));
+        }
+        for name in names_a {
+            let (pa, pb) = (a.join(&name), b.join(&name));
+            if pa.is_dir() {
+                same_tree(&pa, &pb)?;
+            } else if std::fs::read(&pa).ok() != std::fs::read(&pb).ok() {
+                return Err(format!("{} differs from {}", pa.display(), pb.display()));
+            }
+        }
+        Ok(())
+    }
+}

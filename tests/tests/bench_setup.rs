@@ -1,0 +1,129 @@
+//! Every benchmark of `benches/xcsh.rs` set up and run once, untimed, so `cargo test` proves
+//! the benchmarks work without running them (`cargo bench` times them; see BENCHMARKS.md).
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use serde_json::json;
+use xcsh_integration_tests::bench::{calls, load, store, tree};
+use xcsh_integration_tests::{artifacts, ast_grep_cli};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn call_benchmarks_answer_the_same_three_ways() {
+    let artifacts = artifacts();
+    let runtime = runtime();
+    let cwd = tempfile::tempdir().unwrap();
+    let builtin = calls::builtin_session(cwd.path());
+    let plugin = calls::plugin_session(cwd.path(), &artifacts.plugin("fixture-bench")).unwrap();
+    let multi = calls::plugin_session(cwd.path(), &artifacts.plugin("fixture-multi")).unwrap();
+    // Same tool, same schema, whichever way it is reached.
+    let spec = |session: &xcsh_loader::Session| {
+        let tools = session.tools();
+        let echo = tools.iter().find(|t| t.name == calls::ECHO).unwrap();
+        (echo.label.clone(), echo.parameters.clone())
+    };
+    assert_eq!(spec(&builtin), spec(&plugin));
+    runtime.block_on(async {
+        for session in [&builtin, &plugin] {
+            let outcome = calls::call_echo(session).await;
+            assert!(!outcome.is_error, "{}", outcome.text());
+            assert_eq!(outcome.text(), calls::ECHO_TEXT);
+        }
+        let mcp = calls::McpServer::start(
+            &artifacts.cli(),
+            &artifacts.plugin("fixture-bench"),
+            cwd.path(),
+        )
+        .await
+        .unwrap();
+        let result = mcp.call_echo().await.unwrap();
+        assert_ne!(result.is_error, Some(true));
+        assert_eq!(calls::mcp_text(&result), calls::ECHO_TEXT);
+        mcp.stop().await;
+
+        let applied = calls::round_trip(&plugin, "bench_preview", calls::echo_args()).await;
+        assert!(!applied.is_error, "{}", applied.text());
+        assert_eq!(applied.text(), "applied hello (bench)");
+        let note = json!({"file": "note.txt", "content": "hello"});
+        let applied = calls::round_trip(&multi, "note_preview", note).await;
+        assert!(!applied.is_error, "{}", applied.text());
+        assert_eq!(
+            std::fs::read_to_string(cwd.path().join("note.txt")).unwrap(),
+            "hello"
+        );
+        assert!(!plugin.has_pending() && !multi.has_pending());
+        assert!(plugin.take_steering_messages().is_empty());
+    });
+}
+
+#[test]
+fn load_benchmark_loads_fresh_copies_both_ways() {
+    let source = artifacts().plugin("batch-rename");
+    let root = tempfile::tempdir().unwrap();
+    let cwd = root.path().join("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    let (ours, raw) = (root.path().join("ours"), root.path().join("raw"));
+    assert_eq!(load::copy_plugin(&source, &ours, 2).unwrap().len(), 2);
+    assert_eq!(load::copy_plugin(&source, &raw, 2).unwrap().len(), 2);
+    let sample = load::with_loader(&cwd, &ours).unwrap();
+    assert_eq!(sample.loaded, 2);
+    assert!(sample.rss_after_kib > 0 && sample.nanos > 0);
+    let sample = load::raw(&raw).unwrap();
+    assert_eq!(sample.loaded, 2);
+    // The copies are in a 0700 directory of their own.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&ours).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+}
+
+#[test]
+fn store_benchmarks_push_and_pop_everything() {
+    let store = xcsh_loader::PendingActionStore::new();
+    let action = store::push_pop(&store, store::noop_action(), 100);
+    assert_eq!(action.label(), "Bench: no-op");
+    assert_eq!(store.count(), 0);
+    assert!(store::contended(2, 1_000) > std::time::Duration::ZERO);
+}
+
+#[test]
+fn ast_edit_benchmark_does_what_ast_grep_does_on_a_small_tree() {
+    let root = tempfile::tempdir().unwrap();
+    let (ours, theirs) = (root.path().join("ours"), root.path().join("theirs"));
+    let generated = tree::generate(&ours, 60).unwrap();
+    assert_eq!(generated.files, 60);
+    assert!(generated.matches > generated.files_with_matches);
+    tree::copy_tree(&ours, &theirs).unwrap();
+    let session = tree::session(&ours);
+    runtime().block_on(async {
+        let preview = tree::preview(&session).await;
+        assert!(!preview.is_error, "{}", preview.text());
+        let label = session.store().unwrap().peek().unwrap().label;
+        assert_eq!(
+            label,
+            format!(
+                "AST Edit: {} replacements in {} files",
+                generated.matches, generated.files_with_matches
+            )
+        );
+        let applied = tree::resolve(&session, "apply").await;
+        assert!(!applied.is_error, "{}", applied.text());
+    });
+    match ast_grep_cli() {
+        Ok(cli) => {
+            let printed = tree::ast_grep(&cli, &theirs, false).unwrap();
+            assert!(printed.contains("bar("), "{printed}");
+            tree::ast_grep(&cli, &theirs, true).unwrap();
+            tree::same_tree(&ours, &theirs).unwrap();
+        }
+        Err(reason) => println!("skipped the ast-grep half: no ast-grep CLI: {reason}"),
+    }
+}
