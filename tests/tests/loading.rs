@@ -268,3 +268,24 @@ fn a_missing_explicit_path_is_reported() {
     assert_eq!(session.load_errors().len(), 1);
     assert!(session.load_errors()[0].to_string().contains("nope.so"));
 }
+
+#[test]
+fn a_plugin_deleted_between_discovery_and_load_is_reported_by_name() {
+    use xcsh_loader::discovery::Discovery;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(lib_name("gone"));
+    std::fs::copy(plugin("fixture-multi"), &path).unwrap();
+    let discovery = Discovery {
+        explicit: vec![path.clone()],
+        cwd: dir.path().to_owned(),
+        home: None,
+        default_dirs: false,
+    };
+    let (candidates, errors) = discovery.candidates();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(candidates.len(), 1);
+    std::fs::remove_file(&path).unwrap();
+    let error = xcsh_loader::library::load_library(&candidates[0].path).unwrap_err();
+    assert!(matches!(error, LoadError::Unreadable { .. }), "{error}");
+    assert!(error.to_string().contains(&lib_name("gone")), "{error}");
+}
