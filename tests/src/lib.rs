@@ -181,3 +181,34 @@ pub fn ast_grep_cli() -> Result<PathBuf, String> {
         ))
     }
 }
+
+/// A temporary directory holding `files`, each containing its own name.
+pub fn scratch(files: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"));
+    for file in files {
+        std::fs::write(dir.path().join(file), file)
+            .unwrap_or_else(|e| panic!("cannot write {file}: {e}"));
+    }
+    dir
+}
+
+/// The sorted names in `dir`.
+pub fn listing(dir: &Path) -> Vec<String> {
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A shared-library file name for `stem` on this platform (`libstem.so`).
+pub fn lib_name(stem: &str) -> String {
+    format!(
+        "{}{stem}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    )
+}

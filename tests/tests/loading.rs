@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use xcsh_integration_tests::plugin;
+use xcsh_integration_tests::{lib_name, plugin};
 use xcsh_loader::{library::host_api_version, LoadError, Session, ToolOrigin};
 
 fn session_with(cwd: &Path, plugins: &[PathBuf]) -> Session {
@@ -15,14 +15,6 @@ fn session_with(cwd: &Path, plugins: &[PathBuf]) -> Session {
             b.plugin(p)
         })
         .build()
-}
-
-fn lib_name(stem: &str) -> String {
-    format!(
-        "{}{stem}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    )
 }
 
 #[test]

@@ -19,28 +19,11 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Child;
 use tokio::task::JoinHandle;
-use xcsh_integration_tests::artifacts;
+use xcsh_integration_tests::{artifacts, listing, scratch};
 use xcsh_loader::{NO_PENDING_ACTION, RESOLVE_REMINDER};
 
 /// Generous bound for anything that should be quick, on a loaded machine.
 const PATIENCE: Duration = Duration::from_secs(20);
-
-fn scratch(files: &[&str]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for file in files {
-        std::fs::write(dir.path().join(file), file).unwrap();
-    }
-    dir
-}
-
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
 
 /// A running `xcsh-plugins mcp` child and the client connected to it.
 struct Server {

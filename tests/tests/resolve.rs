@@ -7,27 +7,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
-use xcsh_integration_tests::plugin;
+use xcsh_integration_tests::{listing, plugin, scratch};
 use xcsh_loader::{
     CallOptions, Provider, Session, NO_PENDING_ACTION, RESOLVE_REMINDER, STORE_UNAVAILABLE,
 };
-
-fn scratch(files: &[&str]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for file in files {
-        std::fs::write(dir.path().join(file), file).unwrap();
-    }
-    dir
-}
-
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
 
 fn batch_session(dir: &Path) -> Session {
     Session::builder(dir)

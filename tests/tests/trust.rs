@@ -11,18 +11,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use xcsh_integration_tests::{artifacts, plugin};
+use xcsh_integration_tests::{artifacts, lib_name, plugin};
 use xcsh_loader::library::CheckedFile;
 use xcsh_loader::trust::{sha256_hex, trust_file, TrustStore};
 use xcsh_loader::{LoadError, Session};
-
-fn lib_name(stem: &str) -> String {
-    format!(
-        "{}{stem}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    )
-}
 
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
