@@ -18,15 +18,40 @@ fn proc_kib(file: &str, field: &str) -> Option<u64> {
         .and_then(|n| n.parse().ok())
 }
 
-/// This process's resident set size, in KiB (`VmRSS` of `/proc/self/status`).
-pub fn rss_kib() -> u64 {
-    proc_kib("/proc/self/status", "VmRSS:").unwrap_or(0)
+/// This process's resident memory, in KiB (`/proc/self/status`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Resident {
+    /// `VmRSS`: everything below.
+    pub rss: u64,
+    /// `RssAnon`: heap, stacks, written data pages.
+    pub anon: u64,
+    /// `RssFile`: mapped file pages (shared with the page cache).
+    pub file: u64,
+    /// `RssShmem`: mapped pages of in-memory files (memfd, tmpfs).
+    pub shmem: u64,
+}
+
+/// This process's resident memory now.
+pub fn resident() -> Resident {
+    let field = |name| proc_kib("/proc/self/status", name).unwrap_or(0);
+    Resident {
+        rss: field("VmRSS:"),
+        anon: field("RssAnon:"),
+        file: field("RssFile:"),
+        shmem: field("RssShmem:"),
+    }
 }
 
 /// The machine's shared memory in use (`Shmem` of `/proc/meminfo`, KiB): where in-memory
 /// files (memfd) live, which a process's RSS counts only for the pages it touched.
 pub fn shmem_kib() -> u64 {
     proc_kib("/proc/meminfo", "Shmem:").unwrap_or(0)
+}
+
+/// Write every dirty page to disk (`sync`), so the writeback of a setup's files (a generated
+/// tree, fresh copies) does not land inside the next timed measurement. Best effort.
+pub fn flush_writes() {
+    let _ = std::process::Command::new("sync").status();
 }
 
 pub mod calls {
@@ -231,6 +256,8 @@ pub mod load {
     use serde::{Deserialize, Serialize};
     use xcsh_loader::{LoadError, Session};
 
+    use super::Resident;
+
     /// What one load measurement saw.
     #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
     pub struct LoadSample {
@@ -238,13 +265,13 @@ pub mod load {
         pub loaded: usize,
         /// Wall time of loading them all.
         pub nanos: u64,
-        /// Resident set before and after (KiB).
-        pub rss_before_kib: u64,
-        /// After loading.
-        pub rss_after_kib: u64,
-        /// Machine-wide shared memory (in-memory files) before and after (KiB).
+        /// This process's resident memory before loading (KiB).
+        pub before: Resident,
+        /// And after.
+        pub after: Resident,
+        /// The machine's `Shmem` before loading (KiB).
         pub shmem_before_kib: u64,
-        /// After loading.
+        /// And after.
         pub shmem_after_kib: u64,
     }
 
@@ -253,21 +280,39 @@ pub mod load {
         pub fn elapsed(&self) -> Duration {
             Duration::from_nanos(self.nanos)
         }
+
+        /// `VmRSS` added, KiB.
+        pub fn rss_added_kib(&self) -> f64 {
+            self.after.rss as f64 - self.before.rss as f64
+        }
+
+        /// In-memory file pages added machine-wide that this process has not mapped (a memfd
+        /// holds the whole file; only the touched pages of its mapping count in `VmRSS`), KiB.
+        pub fn unmapped_shmem_added_kib(&self) -> f64 {
+            let machine = self.shmem_after_kib as f64 - self.shmem_before_kib as f64;
+            let mapped = self.after.shmem as f64 - self.before.shmem as f64;
+            machine - mapped
+        }
+
+        /// All memory loading added: `VmRSS` plus the unmapped in-memory file pages, KiB.
+        pub fn memory_added_kib(&self) -> f64 {
+            self.rss_added_kib() + self.unmapped_shmem_added_kib().max(0.0)
+        }
     }
 
     fn measure(
         loaded: usize,
         work: impl FnOnce() -> Result<(), String>,
     ) -> Result<LoadSample, String> {
-        let (rss_before_kib, shmem_before_kib) = (super::rss_kib(), super::shmem_kib());
+        let (before, shmem_before_kib) = (super::resident(), super::shmem_kib());
         let start = Instant::now();
         work()?;
         let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         Ok(LoadSample {
             loaded,
             nanos,
-            rss_before_kib,
-            rss_after_kib: super::rss_kib(),
+            before,
+            after: super::resident(),
             shmem_before_kib,
             shmem_after_kib: super::shmem_kib(),
         })

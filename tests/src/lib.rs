@@ -40,7 +40,7 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".."))
 }
 
-fn build(release: bool) -> Result<Artifacts, String> {
+fn build(release: bool, extra: &[&str]) -> Result<Artifacts, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
     command
@@ -53,6 +53,7 @@ fn build(release: bool) -> Result<Artifacts, String> {
     if release {
         command.arg("--release");
     }
+    command.args(extra);
     let output = command
         .output()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
@@ -99,16 +100,29 @@ fn build(release: bool) -> Result<Artifacts, String> {
 /// The artifacts, built once per test process.
 pub fn artifacts() -> &'static Artifacts {
     static ARTIFACTS: OnceLock<Artifacts> = OnceLock::new();
-    ARTIFACTS.get_or_init(|| match build(std::env::var("XCSH_TEST_RELEASE").is_ok()) {
-        Ok(artifacts) => artifacts,
-        Err(message) => panic!("{message}"),
-    })
+    ARTIFACTS.get_or_init(
+        || match build(std::env::var("XCSH_TEST_RELEASE").is_ok(), &[]) {
+            Ok(artifacts) => artifacts,
+            Err(message) => panic!("{message}"),
+        },
+    )
 }
 
 /// The artifacts built with `--release`, once per process (what the benchmarks measure).
+/// Built together with the benchmark binary (a no-op for it when `cargo bench` just built
+/// it), so that cargo unifies features exactly as for the benchmark and reuses its compiled
+/// dependencies instead of building `xcsh-loader` and its dependencies a second time.
 pub fn release_artifacts() -> &'static Artifacts {
     static ARTIFACTS: OnceLock<Artifacts> = OnceLock::new();
-    ARTIFACTS.get_or_init(|| match build(true) {
+    let with_bench = [
+        "--lib",
+        "--bins",
+        "--bench",
+        "xcsh",
+        "-p",
+        "xcsh-integration-tests",
+    ];
+    ARTIFACTS.get_or_init(|| match build(true, &with_bench) {
         Ok(artifacts) => artifacts,
         Err(message) => panic!("{message}"),
     })

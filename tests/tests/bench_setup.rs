@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
 use serde_json::json;
-use xcsh_integration_tests::bench::{calls, load, store, tree};
+use xcsh_integration_tests::bench::{calls, flush_writes, load, store, tree};
 use xcsh_integration_tests::{artifacts, ast_grep_cli};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -73,7 +73,8 @@ fn load_benchmark_loads_fresh_copies_both_ways() {
     assert_eq!(load::copy_plugin(&source, &raw, 2).unwrap().len(), 2);
     let sample = load::with_loader(&cwd, &ours).unwrap();
     assert_eq!(sample.loaded, 2);
-    assert!(sample.rss_after_kib > 0 && sample.nanos > 0);
+    assert!(sample.after.rss > 0 && sample.nanos > 0);
+    assert!(sample.memory_added_kib() >= sample.rss_added_kib());
     let sample = load::raw(&raw).unwrap();
     assert_eq!(sample.loaded, 2);
     // The copies are in a 0700 directory of their own.
@@ -102,6 +103,7 @@ fn ast_edit_benchmark_does_what_ast_grep_does_on_a_small_tree() {
     assert_eq!(generated.files, 60);
     assert!(generated.matches > generated.files_with_matches);
     tree::copy_tree(&ours, &theirs).unwrap();
+    flush_writes();
     let session = tree::session(&ours);
     runtime().block_on(async {
         let preview = tree::preview(&session).await;
