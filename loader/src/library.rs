@@ -2,7 +2,7 @@
 //! checked, the ABI and version checks, and a process-wide cache.
 //!
 //! A [`CheckedFile`] is a plugin file whose path passed the ownership and permission checks
-//! (see the `safety` module) and whose content was read once and hashed. [`load_checked`]
+//! (see the `safety` module) and whose content was read once. [`load_checked`]
 //! checks those bytes' headers and hands the same bytes to the dynamic loader through a sealed
 //! in-memory copy (a private copy where that is not available; see the `sys` module), so
 //! replacing or rewriting the file after the check has no effect.
@@ -12,9 +12,10 @@
 //! every plugin after the first silently resolve to the first one.
 //!
 //! Libraries are never unloaded (a tool's vtables and futures live in them). Loading the same
-//! canonical path again with the same content returns the cached module; with different
-//! content it is refused with [`LoadError::ChangedSinceLoaded`], since the earlier copy is
-//! still in use and a second copy of the same plugin would run beside it.
+//! canonical path again returns the cached module while the path holds the same file object
+//! (device, inode, size and modification time); once it was replaced or rewritten, loading is
+//! refused with [`LoadError::ChangedSinceLoaded`], since the earlier copy is still in use and
+//! a second copy of the same plugin would run beside it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,18 +24,20 @@ use std::sync::{Mutex, OnceLock};
 use abi_stable::library::{LibraryError, RootModule};
 use xcsh_plugin_api::ffi::PluginModuleRef;
 
-use crate::safety::{read_plugin, Refusal};
+use crate::safety::{read_plugin_stamped, FileStamp, Refusal};
 use crate::sys::{load_bytes, LoadFailure};
 use crate::trust::sha256_hex;
 use crate::LoadError;
 
-/// A plugin file that passed the checks made before loading, read once: its canonical path,
-/// its bytes and their SHA-256. Loading it loads these bytes, whatever the path holds by then.
+/// A plugin file that passed the checks made before loading, read once: its canonical path
+/// and its bytes (hashed only when trust needs the SHA-256). Loading it loads these bytes,
+/// whatever the path holds by then.
 #[derive(Clone)]
 pub struct CheckedFile {
     path: PathBuf,
     bytes: Vec<u8>,
-    sha256: String,
+    stamp: FileStamp,
+    sha256: OnceLock<String>,
 }
 
 impl std::fmt::Debug for CheckedFile {
@@ -42,7 +45,7 @@ impl std::fmt::Debug for CheckedFile {
         f.debug_struct("CheckedFile")
             .field("path", &self.path)
             .field("len", &self.bytes.len())
-            .field("sha256", &self.sha256)
+            .field("sha256", &self.sha256.get())
             .finish()
     }
 }
@@ -55,7 +58,7 @@ impl CheckedFile {
             path: path.to_owned(),
             cause: error.to_string(),
         })?;
-        let bytes = read_plugin(&canonical).map_err(|refusal| match refusal {
+        let (bytes, stamp) = read_plugin_stamped(&canonical).map_err(|refusal| match refusal {
             Refusal::Unsafe(cause) => LoadError::Unsafe {
                 path: canonical.clone(),
                 cause,
@@ -65,11 +68,11 @@ impl CheckedFile {
                 cause,
             },
         })?;
-        let sha256 = sha256_hex(&bytes);
         Ok(Self {
             path: canonical,
             bytes,
-            sha256,
+            stamp,
+            sha256: OnceLock::new(),
         })
     }
 
@@ -83,9 +86,10 @@ impl CheckedFile {
         &self.bytes
     }
 
-    /// The SHA-256 of [`Self::bytes`], lowercase hex.
+    /// The SHA-256 of [`Self::bytes`], lowercase hex, computed on first use: hashing a
+    /// large library costs more than loading it, and only trust decisions need it.
     pub fn sha256(&self) -> &str {
-        &self.sha256
+        self.sha256.get_or_init(|| sha256_hex(&self.bytes))
     }
 }
 
@@ -113,9 +117,9 @@ impl PluginLibrary {
     }
 }
 
-/// What loading one path gave, and for which content.
+/// What loading one path gave, and for which file object (see [`FileStamp`]).
 struct Cached {
-    sha256: String,
+    stamp: FileStamp,
     outcome: Result<PluginLibrary, LoadError>,
 }
 
@@ -141,7 +145,7 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
     let path = file.path();
     let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
     if let Some(cached) = cache.get(path) {
-        if cached.sha256 == file.sha256 {
+        if cached.stamp == file.stamp {
             return cached.outcome.clone();
         }
         if cached.outcome.is_ok() {
@@ -185,7 +189,7 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
     cache.insert(
         path.to_owned(),
         Cached {
-            sha256: file.sha256.clone(),
+            stamp: file.stamp,
             outcome: outcome.clone(),
         },
     );

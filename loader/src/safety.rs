@@ -47,7 +47,41 @@ pub(crate) fn shell_quote(path: &Path) -> String {
 
 /// Check the plugin file at `path` (absolute and canonical) and every directory above it,
 /// then read it once. Returns the bytes of exactly the object that was checked.
+#[cfg(test)]
 pub(crate) fn read_plugin(path: &Path) -> Result<Vec<u8>, Refusal> {
+    read_plugin_stamped(path).map(|(bytes, _)| bytes)
+}
+
+/// Which file object some bytes were read from, and when it last changed: enough to tell
+/// whether a path still holds what was read, without hashing the content again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileStamp {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileStamp {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (device, inode) = (0, 0);
+        Self {
+            device,
+            inode,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+}
+
+/// [`read_plugin`], also returning the stamp of the object the bytes came from.
+pub(crate) fn read_plugin_stamped(path: &Path) -> Result<(Vec<u8>, FileStamp), Refusal> {
     let suffix = std::env::consts::DLL_SUFFIX;
     // Names need not be UTF-8: only the suffix is compared.
     let named_right = path.file_name().is_some_and(|n| {
@@ -69,12 +103,12 @@ pub(crate) fn read_plugin(path: &Path) -> Result<Vec<u8>, Refusal> {
 pub(crate) fn read_private(path: &Path) -> Result<Option<Vec<u8>>, Refusal> {
     match std::fs::symlink_metadata(path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        _ => read_checked(path).map(Some),
+        _ => read_checked(path).map(|(bytes, _)| Some(bytes)),
     }
 }
 
 #[cfg(unix)]
-fn read_checked(path: &Path) -> Result<Vec<u8>, Refusal> {
+fn read_checked(path: &Path) -> Result<(Vec<u8>, FileStamp), Refusal> {
     use std::io::Read;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 
@@ -99,11 +133,11 @@ fn read_checked(path: &Path) -> Result<Vec<u8>, Refusal> {
     let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
     file.read_to_end(&mut bytes)
         .map_err(|e| Refusal::Unreadable(format!("cannot read: {e}")))?;
-    Ok(bytes)
+    Ok((bytes, FileStamp::of(&opened)))
 }
 
 #[cfg(not(unix))]
-fn read_checked(path: &Path) -> Result<Vec<u8>, Refusal> {
+fn read_checked(path: &Path) -> Result<(Vec<u8>, FileStamp), Refusal> {
     // No ownership or mode bits to check on this platform: only the type.
     let meta = std::fs::symlink_metadata(path)
         .map_err(|e| Refusal::Unreadable(format!("cannot inspect: {e}")))?;
@@ -113,7 +147,9 @@ fn read_checked(path: &Path) -> Result<Vec<u8>, Refusal> {
             path.display()
         )));
     }
-    std::fs::read(path).map_err(|e| Refusal::Unreadable(format!("cannot read: {e}")))
+    let bytes =
+        std::fs::read(path).map_err(|e| Refusal::Unreadable(format!("cannot read: {e}")))?;
+    Ok((bytes, FileStamp::of(&meta)))
 }
 
 /// Where on the path an object is.
