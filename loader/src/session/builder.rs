@@ -1,0 +1,216 @@
+//! [`SessionBuilder`]: where a session finds its plugins, whether it has a store, its
+//! built-in tools; and the per-session loading of plugins (check, trust, load the checked
+//! bytes, instantiate, register).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::discovery::{Candidate, CandidateSource, Discovery};
+use crate::library::{load_checked, CheckedFile, PluginLibrary};
+use crate::resolve::resolve_spec;
+use crate::steering::SteeringMessage;
+use crate::store::PendingActionStore;
+use crate::tool::Tool;
+use crate::trust::{TrustStatus, TrustStore};
+use crate::LoadError;
+
+use super::Session;
+
+/// Called with each plugin's path after it was checked and read, right before its bytes are
+/// loaded (tests use it to swap the file at that moment).
+type AfterCheckHook = Arc<dyn Fn(&Path) + Send + Sync>;
+
+/// Builds a [`Session`]: where to find plugins, whether there is a store, built-in tools.
+pub struct SessionBuilder {
+    cwd: PathBuf,
+    discovery: Discovery,
+    with_store: bool,
+    builtins: Vec<Arc<dyn Tool>>,
+    default_timeout: Option<Duration>,
+    after_check: Option<AfterCheckHook>,
+}
+
+impl std::fmt::Debug for SessionBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionBuilder")
+            .field("cwd", &self.cwd)
+            .field("discovery", &self.discovery)
+            .field("with_store", &self.with_store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionBuilder {
+    /// A session rooted at `cwd`, with a store, searching the default plugin directories.
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        let cwd = cwd.into();
+        Self {
+            discovery: Discovery {
+                explicit: Vec::new(),
+                cwd: cwd.clone(),
+                home: std::env::home_dir(),
+                default_dirs: true,
+            },
+            cwd,
+            with_store: true,
+            builtins: Vec::new(),
+            default_timeout: None,
+            after_check: None,
+        }
+    }
+
+    /// Load this plugin file, or every plugin in this directory (searched before the defaults).
+    #[must_use]
+    pub fn plugin(mut self, path: impl Into<PathBuf>) -> Self {
+        self.discovery.explicit.push(path.into());
+        self
+    }
+
+    /// Search `<cwd>/.xcsh/tools/` and `~/.xcsh/agent/tools/` (default: yes).
+    #[must_use]
+    pub fn default_dirs(mut self, search: bool) -> Self {
+        self.discovery.default_dirs = search;
+        self
+    }
+
+    /// Use this home directory for `~/.xcsh/agent/tools/` and the trust file
+    /// `~/.xcsh/agent/trusted-plugins.json` (default: the user's).
+    #[must_use]
+    pub fn home(mut self, home: Option<PathBuf>) -> Self {
+        self.discovery.home = home;
+        self
+    }
+
+    /// Run without a pending-action store: pushes fail with the SPEC's exact error.
+    #[must_use]
+    pub fn without_store(mut self) -> Self {
+        self.with_store = false;
+        self
+    }
+
+    /// Add a tool compiled into the host. Built-ins are registered before plugins.
+    #[must_use]
+    pub fn builtin(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.builtins.push(tool);
+        self
+    }
+
+    /// Abandon calls that run longer than this unless the call sets its own timeout.
+    #[must_use]
+    pub fn default_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.default_timeout = timeout;
+        self
+    }
+
+    /// Test hook: run `hook` with each plugin's path after the file was checked and read and
+    /// before its bytes are loaded.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn after_check(mut self, hook: impl Fn(&Path) + Send + Sync + 'static) -> Self {
+        self.after_check = Some(Arc::new(hook));
+        self
+    }
+
+    /// Discover and load plugins, instantiate their tools, and build the session. Every load
+    /// problem is collected in [`Session::load_errors`]; loading goes on with the next file.
+    pub fn build(self) -> Session {
+        let store = self.with_store.then(|| Arc::new(PendingActionStore::new()));
+        let steering = Arc::new(Mutex::new(Vec::new()));
+        let reminders = store.as_ref().map(|store| {
+            let queue = Arc::clone(&steering);
+            store.subscribe_push(move |action, _count| {
+                queue
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(SteeringMessage::resolve_reminder(&action.source_tool_name));
+            })
+        });
+        let mut session = Session {
+            cwd: self.cwd.clone(),
+            store,
+            tools: Vec::new(),
+            by_name: HashMap::new(),
+            resolve: None,
+            load_errors: Vec::new(),
+            steering,
+            _reminders: reminders,
+            default_timeout: self.default_timeout,
+        };
+        for tool in self.builtins {
+            if let Err(error) = session.register(tool) {
+                session.load_errors.push(error);
+            }
+        }
+        let (candidates, errors) = self.discovery.candidates();
+        session.load_errors.extend(errors);
+        let mut loader = Loader {
+            home: self.discovery.home.clone(),
+            trust: None,
+            after_check: self.after_check.clone(),
+        };
+        for candidate in candidates {
+            session.load_plugin(&candidate, &mut loader);
+        }
+        if session.tools.iter().any(|r| r.tool.spec().deferrable) {
+            let spec = resolve_spec();
+            session.resolve = jsonschema::validator_for(&spec.parameters)
+                .ok()
+                .map(|validator| (spec, validator));
+        }
+        session
+    }
+}
+
+/// What loading plugins for one session needs besides the candidates: the trust file (read
+/// once, when the first project-local plugin comes up) and the test hook.
+pub(super) struct Loader {
+    home: Option<PathBuf>,
+    /// `None` until needed; `Some(None)` when there is no usable trust file.
+    trust: Option<Option<TrustStore>>,
+    after_check: Option<AfterCheckHook>,
+}
+
+impl Loader {
+    /// Check and read the candidate, require trust for a project-local one, then load exactly
+    /// the bytes that were checked. An untrusted file is never loaded: its constructors do not
+    /// run.
+    pub(super) fn load(
+        &mut self,
+        candidate: &Candidate,
+        errors: &mut Vec<LoadError>,
+    ) -> Result<PluginLibrary, LoadError> {
+        let file = CheckedFile::read(&candidate.path)?;
+        if candidate.source == CandidateSource::Project {
+            let status = match self.trust_store(errors) {
+                Some(store) => store.status_of(&file),
+                None => TrustStatus::Untrusted,
+            };
+            if status != TrustStatus::Trusted {
+                return Err(LoadError::Untrusted {
+                    path: file.path().to_owned(),
+                    changed: status == TrustStatus::Changed,
+                });
+            }
+        }
+        if let Some(hook) = &self.after_check {
+            hook(file.path());
+        }
+        load_checked(&file)
+    }
+
+    /// The user's trust file, read once; a problem with it is reported once and trusts
+    /// nothing.
+    fn trust_store(&mut self, errors: &mut Vec<LoadError>) -> Option<&TrustStore> {
+        let home = &self.home;
+        self.trust
+            .get_or_insert_with(|| {
+                let home = home.as_deref()?;
+                TrustStore::for_home(home)
+                    .map_err(|error| errors.push(error))
+                    .ok()
+            })
+            .as_ref()
+    }
+}

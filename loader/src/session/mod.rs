@@ -1,0 +1,288 @@
+//! [`Session`]: one agent session's tools, its pending-action store, and how calls run.
+//!
+//! The session owns the store and injects it (or nothing) into every plugin it instantiates,
+//! so one session's pending actions are never visible to another. Every call is checked
+//! against the tool's JSON Schema first; the tool only ever sees valid arguments.
+
+mod builder;
+mod outcome;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::discovery::Candidate;
+use crate::plugin_tool::instantiate;
+use crate::resolve::{run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
+use crate::steering::{forced_tool_choice, Provider, SteeringMessage, ToolChoice};
+use crate::store::{PendingActionStore, PushSubscription};
+use crate::tool::{CallContext, Tool, ToolSpec};
+use crate::LoadError;
+
+pub use builder::SessionBuilder;
+pub(crate) use outcome::{bounded, Interrupted};
+pub use outcome::{CallOptions, ToolOutcome};
+
+use builder::Loader;
+
+struct Registered {
+    tool: Arc<dyn Tool>,
+    validator: jsonschema::Validator,
+}
+
+/// One agent session: its tools, its store, its steering queue.
+pub struct Session {
+    cwd: PathBuf,
+    store: Option<Arc<PendingActionStore>>,
+    tools: Vec<Registered>,
+    by_name: HashMap<String, usize>,
+    resolve: Option<(ToolSpec, jsonschema::Validator)>,
+    load_errors: Vec<LoadError>,
+    steering: Arc<Mutex<Vec<SteeringMessage>>>,
+    _reminders: Option<PushSubscription>,
+    default_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("cwd", &self.cwd)
+            .field("tools", &self.by_name.keys().collect::<Vec<_>>())
+            .field("store", &self.store)
+            .field("load_errors", &self.load_errors)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Tool names providers accept: `[A-Za-z0-9_-]{1,64}`.
+fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 64 {
+        return Err("name must be 1 to 64 characters".to_owned());
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Err(format!(
+            "name contains {bad:?}; use only letters, digits, '_' and '-'"
+        ));
+    }
+    Ok(())
+}
+
+/// Check a parameter schema: an object at the root, and a valid JSON Schema.
+pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
+    let Some(object) = schema.as_object() else {
+        return Err(format!("the schema must be a JSON object, found {schema}"));
+    };
+    if object.get("type").and_then(Value::as_str) != Some("object") {
+        return Err("the schema's root must have \"type\": \"object\"".to_owned());
+    }
+    jsonschema::meta::validate(schema).map_err(|error| error.to_string())?;
+    jsonschema::validator_for(schema).map_err(|error| error.to_string())
+}
+
+impl Session {
+    /// Start building a session rooted at `cwd`.
+    pub fn builder(cwd: impl Into<PathBuf>) -> SessionBuilder {
+        SessionBuilder::new(cwd)
+    }
+
+    fn origin_path(tool: &dyn Tool) -> PathBuf {
+        match &tool.spec().origin {
+            crate::ToolOrigin::Plugin(path) => path.clone(),
+            crate::ToolOrigin::Builtin => PathBuf::from("<builtin>"),
+        }
+    }
+
+    fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), LoadError> {
+        let spec = tool.spec();
+        let path = Self::origin_path(tool.as_ref());
+        check_name(&spec.name).map_err(|cause| LoadError::InvalidTool {
+            path: path.clone(),
+            tool: spec.name.clone(),
+            cause,
+        })?;
+        if spec.name == RESOLVE_TOOL_NAME || self.by_name.contains_key(&spec.name) {
+            return Err(LoadError::NameConflict {
+                path,
+                name: spec.name.clone(),
+            });
+        }
+        let validator =
+            compile_schema(&spec.parameters).map_err(|cause| LoadError::InvalidSchema {
+                path: path.clone(),
+                tool: spec.name.clone(),
+                cause,
+            })?;
+        self.by_name.insert(spec.name.clone(), self.tools.len());
+        self.tools.push(Registered { tool, validator });
+        Ok(())
+    }
+
+    fn load_plugin(&mut self, candidate: &Candidate, loader: &mut Loader) {
+        let tools = loader
+            .load(candidate, &mut self.load_errors)
+            .and_then(|library| {
+                instantiate(library, &candidate.path, &self.cwd, self.store.clone())
+            });
+        match tools {
+            Ok(tools) => {
+                for tool in tools {
+                    if let Err(error) = self.register(Arc::new(tool)) {
+                        self.load_errors.push(error);
+                    }
+                }
+            }
+            Err(error) => self.load_errors.push(error),
+        }
+    }
+
+    /// The session's working directory.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// The store, if the session has one.
+    pub fn store(&self) -> Option<&Arc<PendingActionStore>> {
+        self.store.as_ref()
+    }
+
+    /// Every load problem met while building the session.
+    pub fn load_errors(&self) -> &[LoadError] {
+        &self.load_errors
+    }
+
+    /// Every tool the model may call, in registration order, with `resolve` last when it is
+    /// registered (hidden tools included: they are still sent to the model).
+    pub fn tools(&self) -> Vec<&ToolSpec> {
+        let mut specs: Vec<&ToolSpec> = self.tools.iter().map(|r| r.tool.spec()).collect();
+        if let Some((spec, _)) = &self.resolve {
+            specs.push(spec);
+        }
+        specs
+    }
+
+    /// Whether `resolve` is registered (some tool is deferrable).
+    pub fn has_resolve(&self) -> bool {
+        self.resolve.is_some()
+    }
+
+    /// Whether anything is pending.
+    pub fn has_pending(&self) -> bool {
+        self.store.as_ref().is_some_and(|s| s.has_pending())
+    }
+
+    /// The tool choice for the next model request: "call `resolve`" while something is
+    /// pending, `None` otherwise (the caller's own choice stands).
+    pub fn tool_choice(&self, provider: Provider) -> Option<ToolChoice> {
+        self.has_pending()
+            .then(|| forced_tool_choice(provider, RESOLVE_TOOL_NAME))
+    }
+
+    /// Take the hidden steering messages queued since the last call (one per push).
+    pub fn take_steering_messages(&self) -> Vec<SteeringMessage> {
+        std::mem::take(&mut *self.steering.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Call a tool with default options.
+    pub async fn call(&self, name: &str, arguments: Value) -> ToolOutcome {
+        self.call_with(name, arguments, CallOptions::default())
+            .await
+    }
+
+    /// Call a tool: validate `arguments` against its schema, then run it, bounded by the
+    /// options' cancellation and timeout. Failures are error outcomes, never panics.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> ToolOutcome {
+        let timeout = options.timeout.or(self.default_timeout);
+        if name == RESOLVE_TOOL_NAME {
+            if let Some((_, validator)) = &self.resolve {
+                if let Err(message) = validate(name, validator, &arguments) {
+                    return ToolOutcome::error(message);
+                }
+                return match serde_json::from_value::<ResolveArgs>(arguments) {
+                    Ok(args) => {
+                        run_resolve(self.store.as_deref(), args, &options.cancel, timeout).await
+                    }
+                    Err(error) => ToolOutcome::error(format!(
+                        "Invalid arguments for tool \"{name}\": {error}"
+                    )),
+                };
+            }
+        }
+        let Some(registered) = self.by_name.get(name).map(|&i| &self.tools[i]) else {
+            return ToolOutcome::error(format!("Tool \"{name}\" not found"));
+        };
+        if let Err(message) = validate(name, &registered.validator, &arguments) {
+            return ToolOutcome::error(message);
+        }
+        let ctx = CallContext {
+            cwd: self.cwd.clone(),
+            store: self.store.clone(),
+            cancel: options.cancel.clone(),
+            updates: options.updates.clone(),
+        };
+        let id = options
+            .tool_call_id
+            .unwrap_or_else(|| format!("call_{}", next_call_number()));
+        let future = registered.tool.execute(id, arguments, ctx);
+        let outcome = bounded(future, &options.cancel, timeout).await;
+        if outcome.is_err() {
+            options.cancel.cancel();
+        }
+        match outcome {
+            Ok(Ok(result)) => ToolOutcome::success(result),
+            Ok(Err(error)) => ToolOutcome::error(error.message()),
+            Err(interrupted) => ToolOutcome::error(format!("Tool \"{name}\" {interrupted}")),
+        }
+    }
+}
+
+fn next_call_number() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Check arguments; the error names the tool and the offending path.
+fn validate(
+    name: &str,
+    validator: &jsonschema::Validator,
+    arguments: &Value,
+) -> Result<(), String> {
+    let problems: Vec<String> = validator
+        .iter_errors(arguments)
+        .take(5)
+        .map(|error| {
+            let path = error.instance_path().to_string();
+            let path = if path.is_empty() {
+                "/".to_owned()
+            } else {
+                path
+            };
+            format!("at {path}: {error}")
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "Invalid arguments for tool \"{name}\": {}",
+            problems.join("; ")
+        ))
+    }
+}
+
+// Sessions are shared between tasks (the MCP server runs calls concurrently).
+const _: fn() = || {
+    fn check<T: Send + Sync>() {}
+    check::<Session>();
+};

@@ -1,0 +1,110 @@
+//! What a call gives back ([`ToolOutcome`]), the options it takes ([`CallOptions`]), and the
+//! one place where a running call is bounded by cancellation and a timeout.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::Value;
+use xcsh_plugin_api::AgentToolResult;
+
+use crate::tool::{CancelToken, UpdateSink};
+
+/// The outcome of a call: a result, flagged when it reports an error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    /// The result (for errors, one text block with the message).
+    pub result: AgentToolResult,
+    /// Whether the call failed.
+    pub is_error: bool,
+}
+
+impl ToolOutcome {
+    /// A successful outcome.
+    pub fn success(result: AgentToolResult) -> Self {
+        Self {
+            result,
+            is_error: false,
+        }
+    }
+
+    /// An error outcome carrying `message`.
+    pub fn error(message: impl Into<String>) -> Self {
+        Self {
+            result: AgentToolResult::text(message),
+            is_error: true,
+        }
+    }
+
+    /// The same outcome with `details` set.
+    #[must_use]
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.result.details = Some(details);
+        self
+    }
+
+    /// The non-empty text blocks joined by `\n`.
+    pub fn text(&self) -> String {
+        self.result.joined_text()
+    }
+}
+
+/// Why a bounded future did not finish.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Interrupted {
+    Cancelled,
+    TimedOut(Duration),
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Interrupted::Cancelled => f.write_str("was cancelled"),
+            Interrupted::TimedOut(limit) => write!(f, "timed out after {}s", limit.as_secs_f64()),
+        }
+    }
+}
+
+/// Run `future` until it finishes, `cancel` fires, or `timeout` passes. An abandoned future is
+/// dropped, which cancels plugin code at its next `.await`.
+pub(crate) async fn bounded<T>(
+    future: impl Future<Output = T>,
+    cancel: &CancelToken,
+    timeout: Option<Duration>,
+) -> Result<T, Interrupted> {
+    let limit = async {
+        match timeout {
+            Some(limit) => {
+                tokio::time::sleep(limit).await;
+                Interrupted::TimedOut(limit)
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        output = future => Ok(output),
+        () = cancel.cancelled() => Err(Interrupted::Cancelled),
+        interrupted = limit => Err(interrupted),
+    }
+}
+
+/// Options for one call.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// The model's tool-call id (a fresh one is made when absent).
+    pub tool_call_id: Option<String>,
+    /// Cancels the call.
+    pub cancel: CancelToken,
+    /// Abandon the call after this long (overrides the session default).
+    pub timeout: Option<Duration>,
+    /// Receives partial results.
+    pub updates: Option<UpdateSink>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("tool_call_id", &self.tool_call_id)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
