@@ -3,7 +3,7 @@
 //! with replacements it pushes one pending action whose `apply` writes exactly what was
 //! previewed. Compiled only with the `ast-edit` cargo feature (on by default).
 //!
-//! Flow: [`params`] checks the arguments, `walk` lists the files, `search` matches them in
+//! Flow: `params` checks the arguments, `walk` lists the files, `search` matches them in
 //! parallel, `preview` renders the result, and `apply` writes the plan when `resolve` applies.
 
 mod apply;

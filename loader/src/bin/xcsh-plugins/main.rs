@@ -26,7 +26,7 @@ struct Cli {
     /// A plugin file, or a directory of plugins (repeatable; searched first).
     #[arg(long = "plugin", value_name = "PATH", global = true)]
     plugins: Vec<PathBuf>,
-    /// Do not search <cwd>/.xcsh/tools/ and ~/.xcsh/agent/tools/.
+    /// Do not search the project's .xcsh/tools/ (under --cwd) nor ~/.xcsh/agent/tools/.
     #[arg(long, global = true)]
     no_default_dirs: bool,
     /// The session's working directory; relative paths in tool arguments resolve against it.
@@ -54,7 +54,7 @@ enum Command {
     New(new::NewArgs),
     /// Walk through preview, resolve and rendering on the bundled plugins in a scratch directory.
     Demo(demo::DemoArgs),
-    /// Let project-local plugins (<cwd>/.xcsh/tools/) load: record each file's path and SHA-256.
+    /// Let project-local plugins (.xcsh/tools/ under --cwd) load: record each file's path and SHA-256.
     Trust(trust::TrustArgs),
     /// Remove trust entries (files, or every entry under a directory).
     Untrust(trust::UntrustArgs),

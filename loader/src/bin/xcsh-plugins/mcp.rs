@@ -1,7 +1,7 @@
 //! `xcsh-plugins mcp`: serve the loaded tools over MCP on stdio (SPEC 7) with
 //! [`xcsh_loader::mcp`].
 //!
-//! One [`Session`] (one pending-action store) lives as long as the process. `tools/list` gives
+//! One [`xcsh_loader::Session`] (one pending-action store) lives as long as the process. `tools/list` gives
 //! every non-hidden tool plus `resolve` when it is registered; `tools/call` runs the tool in the
 //! session and maps the outcome to a `CallToolResult`: tool failures are `isError` results,
 //! never protocol errors. While something is pending, each result ends with the resolve
