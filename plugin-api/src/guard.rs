@@ -81,11 +81,12 @@ pub(crate) fn catch<T>(f: impl FnOnce() -> Result<T, PluginError>) -> Result<T, 
     }
 }
 
-/// Drop `value`, swallowing (and logging to stderr) a panic from its destructor.
-fn drop_quietly<T>(value: T) {
+/// Drop `value`, swallowing (and logging to stderr) a panic from its destructor: the host may
+/// drop plugin objects from inside a vtable call, where an unwinding panic would abort it.
+pub(crate) fn drop_quietly<T>(value: T) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
         eprintln!(
-            "xcsh plugin: {} (while dropping a future)",
+            "xcsh plugin: {} (while dropping plugin state)",
             panic_message(&*payload)
         );
     }

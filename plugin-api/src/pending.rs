@@ -13,7 +13,7 @@ use crate::ffi::{
     FfiOutcome, FfiPendingAction, FfiRejectOutcome, FfiToolResult, PendingActionFfi,
     PendingActionFfi_TO,
 };
-use crate::guard::guard;
+use crate::guard::{drop_quietly, guard};
 use crate::{AgentToolResult, PluginError};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -134,6 +134,15 @@ impl CustomToolPendingAction {
 struct Callbacks {
     apply: Mutex<Option<ApplyFn>>,
     reject: Mutex<Option<RejectFn>>,
+}
+
+impl Drop for Callbacks {
+    fn drop(&mut self) {
+        // Unresolved callbacks (a cleared store, an ended session) are dropped by the host;
+        // what they captured must not unwind into it.
+        drop_quietly(take(&self.apply));
+        drop_quietly(take(&self.reject));
+    }
 }
 
 /// Take the callback out of its slot, so it runs at most once even if a host misbehaves.

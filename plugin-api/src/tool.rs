@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::ffi::{FfiOutcome, FfiToolDef, FfiToolResult, ToolContextBox, ToolFfi, ToolFfi_TO};
-use crate::guard::guard;
+use crate::guard::{drop_quietly, guard};
 use crate::{AgentToolResult, PluginError};
 
 /// A tool the model can call.
@@ -204,7 +204,7 @@ impl<T: CustomTool> IntoToolDef for T {
             deferrable: self.deferrable(),
             tool: ToolFfi_TO::from_value(
                 ToolAdapter {
-                    tool: Arc::<T>::from(self),
+                    tool: Some(Arc::<T>::from(self)),
                 },
                 TD_Opaque,
             ),
@@ -214,7 +214,18 @@ impl<T: CustomTool> IntoToolDef for T {
 
 /// The plugin-side vtable of a tool: parses arguments and runs `execute` behind the guard.
 struct ToolAdapter<T> {
-    tool: Arc<T>,
+    /// `None` only while being dropped.
+    tool: Option<Arc<T>>,
+}
+
+impl<T> Drop for ToolAdapter<T> {
+    fn drop(&mut self) {
+        // The host drops tools when its session ends; a panicking `Drop` of the author's tool
+        // must not unwind into it.
+        if let Some(tool) = self.tool.take() {
+            drop_quietly(tool);
+        }
+    }
 }
 
 impl<T: CustomTool> ToolFfi for ToolAdapter<T> {
@@ -224,7 +235,12 @@ impl<T: CustomTool> ToolFfi for ToolAdapter<T> {
         params_json: RString,
         ctx: ToolContextBox,
     ) -> FfiFuture<FfiOutcome> {
-        let tool = Arc::clone(&self.tool);
+        let Some(tool) = self.tool.clone() else {
+            return guard(
+                async { Err::<AgentToolResult, _>(PluginError::new("tool was dropped")) },
+                FfiToolResult::from,
+            );
+        };
         guard(
             async move {
                 let params: T::Params =

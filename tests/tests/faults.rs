@@ -251,3 +251,18 @@ async fn a_session_default_timeout_applies_to_every_call() {
     let outcome = session.call_with("hang", json!({}), options).await;
     assert_eq!(outcome.text(), "Tool \"hang\" timed out after 0.05s");
 }
+
+#[tokio::test]
+async fn panics_while_the_host_drops_plugin_objects_are_contained() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = session(dir.path());
+    // An unresolved action whose callback panics when dropped, dropped by an explicit clear.
+    session.call("drop_bomb_preview", json!({})).await;
+    session.store().unwrap().clear();
+    still_alive(&session).await;
+    // The same, dropped with the session, along with a tool whose own Drop panics.
+    session.call("drop_bomb_preview", json!({})).await;
+    drop(session);
+    let next = self::session(dir.path());
+    still_alive(&next).await;
+}

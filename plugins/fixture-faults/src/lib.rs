@@ -20,12 +20,15 @@ enum Fault {
     AnsiLabel,
     BigResult,
     HangInApply,
+    DropBombs,
 }
 
 struct FaultTool {
     name: &'static str,
     fault: Fault,
     api: CustomToolApi,
+    /// Set for `drop_bomb_preview`: goes off when the host drops the tool.
+    _bomb: Option<DropBomb>,
 }
 
 /// Panics when dropped: held across an `.await` by `PanicInDrop`.
@@ -103,6 +106,19 @@ impl CustomTool for FaultTool {
                 Ok(AgentToolResult::text("\x1b[2Jpreview with escapes"))
             }
             Fault::BigResult => Ok(AgentToolResult::text("x".repeat(50 * 1024 * 1024))),
+            Fault::DropBombs => {
+                // The action's callback owns a bomb: it goes off when the host drops the
+                // unresolved action (a cleared store, an ended session).
+                let bomb = DropBomb;
+                self.api.push_pending_action(CustomToolPendingAction::new(
+                    "Faults: dropped unresolved",
+                    move |_reason| async move {
+                        let _bomb = bomb;
+                        Ok(AgentToolResult::text("applied"))
+                    },
+                ))?;
+                Ok(AgentToolResult::text("previewed"))
+            }
             Fault::HangInApply => {
                 self.api.push_pending_action(CustomToolPendingAction::new(
                     "Faults: apply hangs",
@@ -129,6 +145,7 @@ fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
         ("ansi_preview", Fault::AnsiLabel),
         ("big_result", Fault::BigResult),
         ("hang_apply_preview", Fault::HangInApply),
+        ("drop_bomb_preview", Fault::DropBombs),
     ];
     Ok(tools
         .into_iter()
@@ -137,6 +154,9 @@ fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
                 name,
                 fault,
                 api: api.clone(),
+                // Lazily: a bomb built and dropped for the other tools would go off here.
+                #[allow(clippy::unnecessary_lazy_evaluations)]
+                _bomb: matches!(fault, Fault::DropBombs).then(|| DropBomb),
             })
         }))
 }
