@@ -23,6 +23,17 @@ async fn still_alive(session: &Session) {
     assert_eq!(outcome.text(), "still here");
 }
 
+/// A token that a background task cancels after `delay`.
+fn cancel_after(delay: Duration) -> CancelToken {
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        trigger.cancel();
+    });
+    cancel
+}
+
 fn resolve(action: &str) -> Value {
     json!({"action": action, "reason": "test"})
 }
@@ -110,12 +121,7 @@ async fn a_hanging_tool_times_out_and_the_session_stays_usable() {
 async fn a_cancelled_call_ends_promptly() {
     let dir = tempfile::tempdir().unwrap();
     let session = session(dir.path());
-    let cancel = CancelToken::new();
-    let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        trigger.cancel();
-    });
+    let cancel = cancel_after(Duration::from_millis(50));
     let options = CallOptions {
         cancel,
         ..CallOptions::default()
@@ -193,12 +199,7 @@ async fn cancelling_or_timing_out_a_resolve_consumes_the_action_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let session = session(dir.path());
     session.call("hang_apply_preview", json!({})).await;
-    let cancel = CancelToken::new();
-    let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        trigger.cancel();
-    });
+    let cancel = cancel_after(Duration::from_millis(50));
     let options = CallOptions {
         cancel,
         ..CallOptions::default()
