@@ -11,8 +11,8 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RString};
 use serde_json::Value;
 use xcsh_plugin_api::ffi::{
-    FfiLogLevel, FfiPendingAction, FfiToolDef, FfiToolResult, HostApiFfi, HostApiFfi_TO,
-    PendingActionFfi_TO, ToolContextFfi, ToolContextFfi_TO, ToolFfi_TO,
+    details_from_json, FfiLogLevel, FfiPendingAction, FfiToolDef, FfiToolResult, HostApiFfi,
+    HostApiFfi_TO, PendingActionFfi_TO, ToolContextFfi, ToolContextFfi_TO, ToolFfi_TO,
 };
 use xcsh_plugin_api::AgentToolResult;
 
@@ -61,12 +61,6 @@ impl HostApiFfi for HostServices {
     }
 }
 
-fn parse_details(raw: Option<RString>) -> Option<Value> {
-    raw.map(|raw| {
-        serde_json::from_str(raw.as_str()).unwrap_or_else(|_| Value::String(raw.into_string()))
-    })
-}
-
 /// Wrap a plugin's pending action so `resolve` can run it like any other.
 fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, ToolError> {
     PendingAction::validate_label(action.label.as_str())?;
@@ -86,7 +80,7 @@ fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, To
             })
         }),
     )
-    .with_details(parse_details(action.details_json.into_option()));
+    .with_details(details_from_json(action.details_json));
     if has_reject {
         pending = pending.with_reject(Box::new(move |reason: String| -> BoxFuture<_> {
             Box::pin(async move {

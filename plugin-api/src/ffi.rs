@@ -36,6 +36,16 @@ pub struct FfiToolResult {
     pub details_json: ROption<RString>,
 }
 
+/// Parse `details_json` from the other side of the boundary. Both sides write it with
+/// serde_json, but should a foreign library send text that is not JSON, it is kept as a string
+/// rather than lost.
+pub fn details_from_json(raw: ROption<RString>) -> Option<serde_json::Value> {
+    raw.into_option().map(|raw| {
+        serde_json::from_str(raw.as_str())
+            .unwrap_or_else(|_| serde_json::Value::String(raw.into_string()))
+    })
+}
+
 /// Which kind of content block an [`FfiContent`] is.
 #[repr(u8)]
 #[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use abi_stable::std_types::{ROption, RString};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ffi::{FfiContent, FfiContentKind, FfiToolResult};
+use crate::ffi::{details_from_json, FfiContent, FfiContentKind, FfiToolResult};
 
 /// One block of a tool result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,12 +124,10 @@ impl From<FfiToolResult> for AgentToolResult {
                 },
             })
             .collect();
-        // Details were serialised by serde_json on the other side; should a foreign plugin send
-        // text that is not JSON, keep it as a string rather than lose it.
-        let details = result.details_json.into_option().map(|raw| {
-            serde_json::from_str(raw.as_str()).unwrap_or_else(|_| Value::String(raw.into_string()))
-        });
-        AgentToolResult { content, details }
+        AgentToolResult {
+            content,
+            details: details_from_json(result.details_json),
+        }
     }
 }
 
