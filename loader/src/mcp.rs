@@ -24,6 +24,7 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use crate::steering::forced_tool_choice;
 use crate::{
     CallOptions, CancelToken, Content, Provider, Session, ToolOutcome, ToolSpec, RESOLVE_REMINDER,
     RESOLVE_TOOL_NAME,
@@ -145,11 +146,8 @@ impl McpServer {
         if pending > 0 {
             content.push(ContentBlock::text(RESOLVE_REMINDER));
             meta.insert(META_PENDING.to_owned(), json!(pending));
-            let choice = self.session.tool_choice(Provider::Anthropic).map_or_else(
-                || json!({"type": "tool", "name": RESOLVE_TOOL_NAME}),
-                |c| c.json,
-            );
-            meta.insert(META_TOOL_CHOICE.to_owned(), choice);
+            let choice = forced_tool_choice(Provider::Anthropic, RESOLVE_TOOL_NAME);
+            meta.insert(META_TOOL_CHOICE.to_owned(), choice.json);
         }
         if let Some(details) = outcome.result.details {
             meta.insert(META_DETAILS.to_owned(), details);
