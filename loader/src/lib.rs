@@ -55,7 +55,7 @@ pub use error::LoadError;
 pub use plugin_tool::{PluginTool, STORE_UNAVAILABLE};
 pub use render::{render_resolve, RenderStyle};
 pub use resolve::{NO_PENDING_ACTION, RESOLVE_TOOL_NAME};
-pub use session::{CallOptions, Session, SessionBuilder, ToolOutcome};
+pub use session::{CallOptions, LoadedPlugin, Session, SessionBuilder, ToolOutcome};
 pub use steering::{Provider, SteeringMessage, ToolChoice, RESOLVE_REMINDER};
 pub use store::{PendingAction, PendingActionStore, PendingSummary, PushSubscription};
 pub use tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec, UpdateSink};

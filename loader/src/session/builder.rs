@@ -134,6 +134,7 @@ impl SessionBuilder {
             by_name: HashMap::new(),
             resolve: None,
             load_errors: Vec::new(),
+            plugins: Vec::new(),
             steering,
             _reminders: reminders,
             default_timeout: self.default_timeout,

@@ -33,6 +33,15 @@ struct Registered {
     validator: jsonschema::Validator,
 }
 
+/// A plugin library a session loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedPlugin {
+    /// Its canonical path.
+    pub path: PathBuf,
+    /// The `xcsh-plugin-api` version it was built against.
+    pub api_version: &'static str,
+}
+
 /// One agent session: its tools, its store, its steering queue.
 pub struct Session {
     cwd: PathBuf,
@@ -41,6 +50,7 @@ pub struct Session {
     by_name: HashMap<String, usize>,
     resolve: Option<(ToolSpec, jsonschema::Validator)>,
     load_errors: Vec<LoadError>,
+    plugins: Vec<LoadedPlugin>,
     steering: Arc<Mutex<Vec<SteeringMessage>>>,
     _reminders: Option<PushSubscription>,
     default_timeout: Option<Duration>,
@@ -127,6 +137,10 @@ impl Session {
         let tools = loader
             .load(candidate, &mut self.load_errors)
             .and_then(|library| {
+                self.plugins.push(LoadedPlugin {
+                    path: candidate.path.clone(),
+                    api_version: library.api_version(),
+                });
                 instantiate(library, &candidate.path, &self.cwd, self.store.clone())
             });
         match tools {
@@ -139,6 +153,11 @@ impl Session {
             }
             Err(error) => self.load_errors.push(error),
         }
+    }
+
+    /// Every plugin library that loaded (its factory may still have failed), in load order.
+    pub fn plugins(&self) -> &[LoadedPlugin] {
+        &self.plugins
     }
 
     /// The session's working directory.

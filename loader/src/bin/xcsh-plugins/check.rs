@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::json;
-use xcsh_loader::library::{host_api_version, load_library};
+use xcsh_loader::library::host_api_version;
 use xcsh_loader::render::sanitize;
 use xcsh_loader::{Session, ToolOrigin};
 
@@ -52,11 +52,7 @@ fn check_file(file: PathBuf, cwd: &std::path::Path) -> Report {
     for error in session.load_errors() {
         report.problems.push(error.cause());
     }
-    if let Ok(canonical) = path.canonicalize() {
-        if let Ok(library) = load_library(&canonical) {
-            report.api_version = Some(library.api_version());
-        }
-    }
+    report.api_version = session.plugins().first().map(|p| p.api_version);
     for spec in session.tools() {
         if !matches!(spec.origin, ToolOrigin::Plugin(_)) {
             continue;
