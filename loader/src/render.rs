@@ -109,8 +109,8 @@ pub fn render_resolve(outcome: &ToolOutcome, style: RenderStyle) -> String {
         header.push_str(&format!(" [{}]", sanitize(&source)));
     }
     let reason = match field("reason").map(str::trim) {
-        Some(reason) if !reason.is_empty() => sanitize(reason),
-        _ => "No reason provided".to_owned(),
+        Some(reason) if !reason.is_empty() => reason,
+        _ => "No reason provided",
     };
     let width = style.width.max(8);
     let header = cut(&header, width);
@@ -121,9 +121,9 @@ pub fn render_resolve(outcome: &ToolOutcome, style: RenderStyle) -> String {
         header
     });
     lines.push(String::new());
-    // A multi-line reason stays multi-line, each line cut to the width.
-    for line in reason.split('␊') {
-        let line = cut(line, width);
+    // A multi-line reason stays multi-line, each line sanitised and cut to the width.
+    for line in reason.lines() {
+        let line = cut(&sanitize(line), width);
         lines.push(if style.color {
             format!("\x1b[3m{line}\x1b[0m")
         } else {
@@ -200,6 +200,18 @@ mod tests {
             "{text:?}"
         );
         assert!(text.contains("a    b␛[2Jc"));
+    }
+
+    #[test]
+    fn a_multi_line_reason_keeps_its_lines() {
+        let text = render_resolve(
+            &outcome(
+                false,
+                json!({"action":"apply","reason":"first\nsecond ␊ same line","label":"S: y"}),
+            ),
+            RenderStyle::default(),
+        );
+        assert_eq!(text, "\n✔ Accept: y [S]\n\nfirst\nsecond ␊ same line\n");
     }
 
     #[test]
