@@ -24,39 +24,53 @@
 //! # }
 //! ```
 //!
-//! Modules, in the order a call flows through them: [`discovery`] finds candidate files,
-//! [`library`] checks, reads and loads them (project-local ones only when [`trust`]ed),
-//! `plugin_tool` adapts their tools, [`session`] validates and runs calls, [`resolve`]
-//! finishes pending actions from the [`store`], [`steering`] forces the model's tool choice,
-//! and [`render`] draws the outcome.
+//! # Where things are
+//!
+//! The modules follow a call's way through the host, each using only those above it:
+//!
+//! | module | what it is for |
+//! |---|---|
+//! | [`messages`] | every exact string of the contract, once |
+//! | `sys` | the operating-system calls (`rustix`), and the `dlopen` |
+//! | [`store`] | the [`PendingActionStore`] and its [`PendingAction`]s |
+//! | [`tool`] | what the session runs: the [`Tool`] trait, its spec, call context and outcome |
+//! | [`load`] | discover → check → trust → open a plugin library; [`LoadError`] |
+//! | `plugin_abi` | the host side of the plugin ABI: plugin tools and actions as [`Tool`]s and [`PendingAction`]s |
+//! | [`resolve`] | the `resolve` tool, tool-choice steering, the renderer |
+//! | [`session`] | [`Session`] and [`SessionBuilder`]: loading into a session, validating and running calls |
+//! | `mcp` | the MCP server (cargo feature `mcp`) |
+//!
+//! Cargo features: `ast-edit` (the built-in `ast_edit`), `mcp` (the MCP server) and `cli`
+//! (the `xcsh-plugins` binary), all on by default. With `default-features = false` the crate
+//! builds a session and nothing else.
 
 #![warn(missing_docs)]
 
 #[cfg(feature = "ast-edit")]
 pub mod ast_edit;
-pub mod discovery;
-mod error;
-pub mod library;
+pub mod load;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-mod plugin_tool;
-mod preflight;
-pub mod render;
+pub mod messages;
+mod plugin_abi;
 pub mod resolve;
-mod safety;
 pub mod session;
-pub mod steering;
 pub mod store;
 mod sys;
-mod tool;
-pub mod trust;
+pub mod tool;
 
-pub use error::LoadError;
-pub use plugin_tool::{PluginTool, STORE_UNAVAILABLE};
-pub use render::{render_resolve, RenderStyle};
-pub use resolve::{NO_PENDING_ACTION, RESOLVE_TOOL_NAME};
-pub use session::{CallOptions, LoadedPlugin, Session, SessionBuilder, ToolOutcome};
-pub use steering::{Provider, SteeringMessage, ToolChoice, RESOLVE_REMINDER};
+/// Compatibility paths of the flat layout: `xcsh_loader::library`, `::trust`, `::discovery`.
+pub use load::{discovery, open as library, trust};
+pub use load::{LoadError, LoadErrorKind};
+pub use messages::{NO_PENDING_ACTION, RESOLVE_REMINDER, RESOLVE_TOOL_NAME, STORE_UNAVAILABLE};
+pub use plugin_abi::PluginTool;
+pub use resolve::render::{render_resolve, RenderStyle};
+pub use resolve::{render, steering};
+pub use session::{LoadedPlugin, Session, SessionBuilder};
+pub use steering::{Provider, SteeringMessage, ToolChoice};
 pub use store::{PendingAction, PendingActionStore, PendingSummary, PushSubscription};
-pub use tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec, UpdateSink};
-pub use xcsh_plugin_api::{AgentToolResult, Content};
+pub use tool::{
+    CallContext, CallOptions, CancelToken, Tool, ToolError, ToolOrigin, ToolOutcome, ToolSpec,
+    UpdateSink,
+};
+pub use xcsh_plugin_api::{AgentToolResult, Content, PluginError};

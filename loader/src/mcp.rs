@@ -1,10 +1,10 @@
-//! The MCP face of a [`Session`] (SPEC 7), on the `rmcp` crate: any MCP client can list and
+//! The MCP face of a [`Session`], on the `rmcp` crate: any MCP client can list and
 //! call the session's tools.
 //!
 //! `tools/list` gives every non-hidden tool plus `resolve` when it is registered; `tools/call`
 //! runs the tool in the session and maps the outcome to a `CallToolResult`: tool failures are
 //! `isError` results, never protocol errors. While something is pending, each result ends
-//! with the resolve reminder of SPEC 2.4 and carries `xcsh/pending` and `xcsh/toolChoice` in
+//! with the resolve reminder ([`RESOLVE_REMINDER`]) and carries `xcsh/pending` and `xcsh/toolChoice` in
 //! `_meta` (`details` go in `xcsh/details`). A `notifications/cancelled` for a running call
 //! cancels it in the session. One server is one session: one store.
 //!
@@ -24,15 +24,29 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::steering::forced_tool_choice;
+use crate::resolve::steering::forced_tool_choice;
 use crate::{
     CallOptions, CancelToken, Content, Provider, Session, ToolOutcome, ToolSpec, RESOLVE_REMINDER,
     RESOLVE_TOOL_NAME,
 };
 
+/// Keep a private copy of stdout for the protocol, then point fd 1 at stderr: anything else
+/// that writes to stdout (a plugin's `println!`, a C library) lands in the log instead. Call
+/// it once, before any plugin is loaded, and write the protocol to the file it returns.
+#[cfg(unix)]
+pub fn protocol_stdout() -> std::io::Result<std::fs::File> {
+    use std::io::Write;
+    // Held across the swap, so no thread of this program writes to fd 1 mid-way.
+    let mut stdout = std::io::stdout().lock();
+    stdout.flush()?;
+    let protocol = crate::sys::divert_stdout_to_stderr()?;
+    drop(stdout);
+    Ok(protocol)
+}
+
 /// `_meta` key: how many actions are pending after the call.
 pub const META_PENDING: &str = "xcsh/pending";
-/// `_meta` key: the tool choice that forces `resolve` (Anthropic's shape, SPEC 2.4).
+/// `_meta` key: the tool choice that forces `resolve` (Anthropic's shape).
 pub const META_TOOL_CHOICE: &str = "xcsh/toolChoice";
 /// `_meta` key: the result's structured `details`.
 pub const META_DETAILS: &str = "xcsh/details";
@@ -130,7 +144,7 @@ impl McpServer {
         }
     }
 
-    /// The MCP result for an outcome, with the pending-action steering of SPEC 7.
+    /// The MCP result for an outcome, with the pending-action steering (`_meta` keys above, reminder last).
     fn result(&self, outcome: ToolOutcome) -> CallToolResult {
         let mut content: Vec<ContentBlock> = outcome
             .result

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use serde_json::Value;
 use xcsh_plugin_api::AgentToolResult;
 
-use crate::ToolError;
+use xcsh_plugin_api::PluginError as ToolError;
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;

@@ -254,7 +254,7 @@ pub mod load {
     use std::time::{Duration, Instant};
 
     use serde::{Deserialize, Serialize};
-    use xcsh_loader::{LoadError, Session};
+    use xcsh_loader::{LoadError, LoadErrorKind, Session};
 
     use super::Resident;
 
@@ -371,7 +371,7 @@ pub mod load {
         let unexpected: Vec<&LoadError> = session
             .load_errors()
             .iter()
-            .filter(|e| !matches!(e, LoadError::NameConflict { .. }))
+            .filter(|e| !matches!(e.kind, LoadErrorKind::NameConflict { .. }))
             .collect();
         let conflicts = session.load_errors().len() - unexpected.len();
         if !unexpected.is_empty() || conflicts + 1 != n.max(1) || session.tools().is_empty() {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use xcsh_integration_tests::{lib_name, plugin};
-use xcsh_loader::{library::host_api_version, LoadError, Session, ToolOrigin};
+use xcsh_loader::{library::host_api_version, LoadErrorKind, Session, ToolOrigin};
 
 fn session_with(cwd: &Path, plugins: &[PathBuf]) -> Session {
     plugins
@@ -67,7 +67,10 @@ fn a_directory_of_junk_reports_each_file_and_still_loads_the_good_one() {
     let errors = session.load_errors();
     assert_eq!(errors.len(), 3, "{errors:#?}");
     for (error, stem) in errors.iter().zip(["empty", "junk", "truncated"]) {
-        assert!(matches!(error, LoadError::NotALibrary { .. }), "{error}");
+        assert!(
+            matches!(error.kind, LoadErrorKind::NotALibrary { .. }),
+            "{error}"
+        );
         assert!(error.to_string().contains(&lib_name(stem)), "{error}");
     }
     assert!(session
@@ -83,7 +86,7 @@ fn a_library_without_an_xcsh_root_module_is_refused() {
     let session = session_with(dir.path(), std::slice::from_ref(&lib));
     let errors = session.load_errors();
     assert_eq!(errors.len(), 1);
-    assert!(matches!(errors[0], LoadError::NoRootModule { .. }));
+    assert!(matches!(errors[0].kind, LoadErrorKind::NoRootModule));
     let message = errors[0].to_string();
     assert!(message.contains("libfixture_noroot"), "{message}");
     assert!(message.contains("no xcsh plugin root module"), "{message}");
@@ -154,7 +157,7 @@ async fn a_panicking_factory_is_an_error_and_other_plugins_still_work() {
     );
     let errors = session.load_errors();
     assert_eq!(errors.len(), 1);
-    assert!(matches!(errors[0], LoadError::Factory { .. }));
+    assert!(matches!(errors[0].kind, LoadErrorKind::Factory { .. }));
     assert!(
         errors[0]
             .to_string()
@@ -228,10 +231,14 @@ fn default_dirs_are_searched_only_when_asked_and_explicit_paths_come_first() {
 
     // Project-local plugins load only when trusted (see tests/trust.rs).
     let mut trust = xcsh_loader::trust::TrustStore::for_home(home.path()).unwrap();
-    trust.trust_file(
-        &xcsh_loader::library::CheckedFile::read(&project_tools.join(lib_name("project_tokio")))
+    trust
+        .trust_file(
+            &xcsh_loader::library::CheckedFile::read(
+                &project_tools.join(lib_name("project_tokio")),
+            )
             .unwrap(),
-    );
+        )
+        .unwrap();
     trust.save().unwrap();
     let with = Session::builder(dir.path())
         .home(Some(home.path().to_owned()))
@@ -278,6 +285,9 @@ fn a_plugin_deleted_between_discovery_and_load_is_reported_by_name() {
     assert_eq!(candidates.len(), 1);
     std::fs::remove_file(&path).unwrap();
     let error = xcsh_loader::library::load_library(&candidates[0].path).unwrap_err();
-    assert!(matches!(error, LoadError::Unreadable { .. }), "{error}");
+    assert!(
+        matches!(error.kind, LoadErrorKind::Unreadable { .. }),
+        "{error}"
+    );
     assert!(error.to_string().contains(&lib_name("gone")), "{error}");
 }

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use xcsh_integration_tests::{artifacts, lib_name, plugin};
 use xcsh_loader::library::CheckedFile;
 use xcsh_loader::trust::{sha256_hex, trust_file, TrustStore};
-use xcsh_loader::{LoadError, Session};
+use xcsh_loader::{LoadError, LoadErrorKind, Session};
 
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -67,7 +67,7 @@ fn a_world_writable_plugin_file_is_refused_with_the_fix() {
         let errors = session.load_errors();
         assert_eq!(errors.len(), 1, "{errors:#?}");
         assert!(
-            matches!(errors[0], LoadError::Unsafe { .. }),
+            matches!(errors[0].kind, LoadErrorKind::Unsafe { .. }),
             "{}",
             errors[0]
         );
@@ -348,12 +348,17 @@ async fn the_session_uses_the_builders_home_for_trust() {
     let session = build();
     assert!(matches!(
         session.load_errors(),
-        [LoadError::Untrusted { changed: false, .. }]
+        [LoadError {
+            kind: LoadErrorKind::Untrusted { changed: false },
+            ..
+        }]
     ));
     assert!(session.tools().is_empty());
 
     let mut store = TrustStore::for_home(&project.home).unwrap();
-    store.trust_file(&CheckedFile::read(&project.plugin).unwrap());
+    store
+        .trust_file(&CheckedFile::read(&project.plugin).unwrap())
+        .unwrap();
     store.save().unwrap();
     let session = build();
     assert!(
@@ -370,7 +375,10 @@ async fn the_session_uses_the_builders_home_for_trust() {
     store.save().unwrap();
     assert!(matches!(
         build().load_errors(),
-        [LoadError::Untrusted { changed: true, .. }]
+        [LoadError {
+            kind: LoadErrorKind::Untrusted { changed: true },
+            ..
+        }]
     ));
 
     // A trust file others could write is not believed, and says so.
@@ -425,13 +433,17 @@ async fn swapping_the_file_between_check_and_load_changes_nothing() {
     assert_ne!(checked, sha256_hex(&std::fs::read(&file).unwrap()));
     #[cfg(target_os = "linux")]
     {
-        // Loaded from a sealed in-memory copy, not from the path.
+        // Mapped from the file object that was checked (now unlinked), through its open
+        // descriptor: no copy, and not whatever the path holds now.
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let name = format!("/memfd:xcsh-plugin:{}", lib_name("swapped"));
-        assert!(maps.contains(&name), "no {name} mapping");
+        let checked_object = format!("{} (deleted)", file.display());
         assert!(
-            !maps.contains(file.to_str().unwrap()),
-            "the path itself was mapped"
+            maps.contains(&checked_object),
+            "no {checked_object} mapping"
+        );
+        assert!(
+            !maps.contains(&format!("/memfd:xcsh-plugin:{}", lib_name("swapped"))),
+            "an explicit plugin needs no in-memory copy"
         );
     }
 
@@ -440,7 +452,13 @@ async fn swapping_the_file_between_check_and_load_changes_nothing() {
     let again = explicit(&root, &file);
     let errors = again.load_errors();
     assert!(
-        matches!(errors, [LoadError::ChangedSinceLoaded { .. }]),
+        matches!(
+            errors,
+            [LoadError {
+                kind: LoadErrorKind::ChangedSinceLoaded,
+                ..
+            }]
+        ),
         "{errors:#?}"
     );
     assert!(errors[0]
@@ -459,7 +477,9 @@ async fn swapping_the_file_between_check_and_load_changes_nothing() {
 fn a_trusted_project_plugin_swapped_after_the_check_loads_the_trusted_bytes() {
     let project = Project::new();
     let mut store = TrustStore::for_home(&project.home).unwrap();
-    store.trust_file(&CheckedFile::read(&project.plugin).unwrap());
+    store
+        .trust_file(&CheckedFile::read(&project.plugin).unwrap())
+        .unwrap();
     store.save().unwrap();
     // The replacement is a different, untrusted plugin.
     let other = std::fs::read(plugin("fixture-multi")).unwrap();
@@ -473,6 +493,92 @@ fn a_trusted_project_plugin_swapped_after_the_check_loads_the_trusted_bytes() {
         session.load_errors()
     );
     assert_eq!(tool_names(&session), ["constructor_probe"]);
+}
+
+/// Rewrite `path` in place (same inode, new content), as a careless build would.
+fn rewrite_in_place(path: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .unwrap();
+    file.write_all(bytes).unwrap();
+}
+
+#[test]
+fn rewriting_the_file_in_place_after_the_check_refuses_the_load() {
+    let (_tmp, root) = scratch();
+    let file = install("batch-rename", &root.join("tools"), "rewritten");
+    let other = std::fs::read(plugin("fixture-multi")).unwrap();
+    let session = Session::builder(&root)
+        .default_dirs(false)
+        .plugin(&file)
+        .after_check(move |path| rewrite_in_place(path, &other))
+        .build();
+    let errors = session.load_errors();
+    assert!(
+        matches!(
+            errors,
+            [LoadError {
+                kind: LoadErrorKind::ChangedWhileLoading,
+                ..
+            }]
+        ),
+        "{errors:#?}"
+    );
+    assert_eq!(
+        errors[0].to_string(),
+        format!(
+            "{}: the file changed while it was being loaded; nothing of it is used, try again",
+            file.display()
+        )
+    );
+    // Neither the checked nor the new content was loaded: no tools, nothing mapped.
+    assert!(session.tools().is_empty(), "{:?}", tool_names(&session));
+    #[cfg(target_os = "linux")]
+    {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        assert!(
+            !maps.contains(file.to_str().unwrap()),
+            "the rewritten file was mapped"
+        );
+    }
+    // Once the rewrite is over, the file loads as what it now is.
+    let again = explicit(&root, &file);
+    assert!(again.load_errors().is_empty(), "{:?}", again.load_errors());
+    assert!(tool_names(&again).contains(&"echo".to_owned()));
+}
+
+#[test]
+fn a_trusted_project_plugin_rewritten_in_place_after_the_check_loads_the_trusted_bytes() {
+    let project = Project::new();
+    let mut store = TrustStore::for_home(&project.home).unwrap();
+    store
+        .trust_file(&CheckedFile::read(&project.plugin).unwrap())
+        .unwrap();
+    store.save().unwrap();
+    let other = std::fs::read(plugin("fixture-multi")).unwrap();
+    let session = Session::builder(&project.cwd)
+        .home(Some(project.home.clone()))
+        .after_check(move |path| rewrite_in_place(path, &other))
+        .build();
+    assert!(
+        session.load_errors().is_empty(),
+        "{:?}",
+        session.load_errors()
+    );
+    // What runs is what was hashed and trusted, from a sealed copy, not the new content.
+    assert_eq!(tool_names(&session), ["constructor_probe"]);
+    #[cfg(target_os = "linux")]
+    {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let name = project.plugin.file_name().unwrap().to_str().unwrap();
+        assert!(
+            maps.contains(&format!("/memfd:xcsh-plugin:{name}")),
+            "a trust-pinned plugin loads from its sealed copy"
+        );
+    }
 }
 
 #[test]

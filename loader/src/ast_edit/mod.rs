@@ -22,9 +22,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use xcsh_plugin_api::AgentToolResult;
 
+use crate::messages::STORE_UNAVAILABLE;
 use crate::store::{BoxFuture, PendingAction};
 use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec};
-use crate::STORE_UNAVAILABLE;
 
 pub use params::{AstEditParams, RewriteOp};
 

@@ -7,14 +7,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::discovery::{Candidate, CandidateSource, Discovery};
-use crate::library::{load_checked, CheckedFile, PluginLibrary};
+use crate::load::discovery::{Candidate, CandidateSource, Discovery};
+use crate::load::trust::{TrustStatus, TrustStore};
+use crate::load::{load_checked, CheckedFile, LoadError, LoadErrorKind, PluginLibrary};
 use crate::resolve::resolve_spec;
-use crate::steering::SteeringMessage;
+use crate::resolve::steering::SteeringMessage;
 use crate::store::PendingActionStore;
 use crate::tool::Tool;
-use crate::trust::{TrustStatus, TrustStore};
-use crate::LoadError;
 
 use super::Session;
 
@@ -83,7 +82,7 @@ impl SessionBuilder {
         self
     }
 
-    /// Run without a pending-action store: pushes fail with the SPEC's exact error.
+    /// Run without a pending-action store: pushes fail with [`crate::STORE_UNAVAILABLE`].
     #[must_use]
     pub fn without_store(mut self) -> Self {
         self.with_store = false;
@@ -185,14 +184,16 @@ impl Loader {
         let file = CheckedFile::read(&candidate.path)?;
         if candidate.source == CandidateSource::Project {
             let status = match self.trust_store(errors) {
-                Some(store) => store.status_of(&file),
+                Some(store) => store.status_of(&file)?,
                 None => TrustStatus::Untrusted,
             };
             if status != TrustStatus::Trusted {
-                return Err(LoadError::Untrusted {
-                    path: file.path().to_owned(),
-                    changed: status == TrustStatus::Changed,
-                });
+                return Err(LoadError::new(
+                    file.path().to_owned(),
+                    LoadErrorKind::Untrusted {
+                        changed: status == TrustStatus::Changed,
+                    },
+                ));
             }
         }
         if let Some(hook) = &self.after_check {

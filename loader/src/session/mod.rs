@@ -5,7 +5,6 @@
 //! against the tool's JSON Schema first; the tool only ever sees valid arguments.
 
 mod builder;
-mod outcome;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,17 +13,16 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::discovery::Candidate;
-use crate::plugin_tool::instantiate;
+use crate::load::discovery::Candidate;
+use crate::load::{LoadError, LoadErrorKind};
+use crate::plugin_abi::instantiate;
+use crate::resolve::steering::{forced_tool_choice, Provider, SteeringMessage, ToolChoice};
 use crate::resolve::{run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
-use crate::steering::{forced_tool_choice, Provider, SteeringMessage, ToolChoice};
 use crate::store::{PendingActionStore, PushSubscription};
-use crate::tool::{CallContext, Tool, ToolSpec};
-use crate::LoadError;
+use crate::tool::{bounded, CallContext, Tool, ToolOrigin, ToolSpec};
 
+pub use crate::tool::{CallOptions, ToolOutcome};
 pub use builder::SessionBuilder;
-pub(crate) use outcome::{bounded, Interrupted};
-pub use outcome::{CallOptions, ToolOutcome};
 
 use builder::Loader;
 
@@ -103,31 +101,40 @@ impl Session {
 
     fn origin_path(tool: &dyn Tool) -> PathBuf {
         match &tool.spec().origin {
-            crate::ToolOrigin::Plugin(path) => path.clone(),
-            crate::ToolOrigin::Builtin => PathBuf::from("<builtin>"),
+            ToolOrigin::Plugin(path) => path.clone(),
+            ToolOrigin::Builtin => PathBuf::from("<builtin>"),
         }
     }
 
     fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), LoadError> {
         let spec = tool.spec();
         let path = Self::origin_path(tool.as_ref());
-        check_name(&spec.name).map_err(|cause| LoadError::InvalidTool {
-            path: path.clone(),
-            tool: spec.name.clone(),
-            cause,
+        check_name(&spec.name).map_err(|cause| {
+            LoadError::new(
+                path.clone(),
+                LoadErrorKind::InvalidTool {
+                    tool: spec.name.clone(),
+                    cause,
+                },
+            )
         })?;
         if spec.name == RESOLVE_TOOL_NAME || self.by_name.contains_key(&spec.name) {
-            return Err(LoadError::NameConflict {
+            return Err(LoadError::new(
                 path,
-                name: spec.name.clone(),
-            });
+                LoadErrorKind::NameConflict {
+                    name: spec.name.clone(),
+                },
+            ));
         }
-        let validator =
-            compile_schema(&spec.parameters).map_err(|cause| LoadError::InvalidSchema {
-                path: path.clone(),
-                tool: spec.name.clone(),
-                cause,
-            })?;
+        let validator = compile_schema(&spec.parameters).map_err(|cause| {
+            LoadError::new(
+                path.clone(),
+                LoadErrorKind::InvalidSchema {
+                    tool: spec.name.clone(),
+                    cause,
+                },
+            )
+        })?;
         self.by_name.insert(spec.name.clone(), self.tools.len());
         self.tools.push(Registered { tool, validator });
         Ok(())

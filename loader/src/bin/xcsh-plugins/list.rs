@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use serde_json::json;
 use xcsh_loader::render::sanitize;
 use xcsh_loader::trust::trust_command;
-use xcsh_loader::LoadError;
+use xcsh_loader::LoadErrorKind;
 
 use crate::output::print_json;
 use crate::HostOptions;
@@ -33,8 +33,8 @@ pub fn run(host: &HostOptions) -> ExitCode {
             .collect();
         let untrusted: Vec<_> = errors
             .iter()
-            .filter_map(|e| match e {
-                LoadError::Untrusted { path, changed } => Some(json!({
+            .filter_map(|e| match (&e.path, &e.kind) {
+                (path, LoadErrorKind::Untrusted { changed }) => Some(json!({
                     "path": path.display().to_string(),
                     "changed": changed,
                     "trustCommand": trust_command(path),
@@ -74,7 +74,7 @@ pub fn run(host: &HostOptions) -> ExitCode {
             );
         }
         for error in errors {
-            if let LoadError::Untrusted { path, changed } = error {
+            if let (path, LoadErrorKind::Untrusted { changed }) = (&error.path, &error.kind) {
                 let why = if *changed {
                     "changed since it was trusted"
                 } else {

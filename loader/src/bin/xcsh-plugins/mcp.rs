@@ -52,30 +52,9 @@ type Output = tokio::io::Stdout;
 /// that writes to stdout (a plugin's `println!`, a C library) lands in the log instead.
 #[cfg(unix)]
 fn protocol_output() -> Result<Output, String> {
-    use std::io::Write;
-    use std::os::fd::AsFd;
-
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .flush()
-        .map_err(|e| format!("cannot flush stdout: {e}"))?;
-    // A close-on-exec duplicate, so programs that tools spawn do not inherit the stream.
-    let protocol = stdout
-        .as_fd()
-        .try_clone_to_owned()
-        .map_err(|e| format!("cannot duplicate stdout: {e}"))?;
-    // SAFETY: dup2 takes two descriptors this process owns for its whole life (stdout and
-    // stderr) and touches no memory; Rust's `Stdout` only ever refers to fd 1 by number, so
-    // it keeps working (now writing to stderr). The stdout lock held here keeps other threads
-    // of this program from writing mid-swap.
-    if unsafe { libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) } < 0 {
-        return Err(format!(
-            "cannot redirect stdout to stderr: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    drop(stdout);
-    Ok(tokio::fs::File::from_std(std::fs::File::from(protocol)))
+    xcsh_loader::mcp::protocol_stdout()
+        .map(tokio::fs::File::from_std)
+        .map_err(|e| format!("cannot keep stdout for the protocol: {e}"))
 }
 
 #[cfg(not(unix))]

@@ -14,7 +14,7 @@ use xcsh_loader::discovery::is_library_name;
 use xcsh_loader::library::CheckedFile;
 use xcsh_loader::render::sanitize;
 use xcsh_loader::trust::TrustStore;
-use xcsh_loader::LoadError;
+use xcsh_loader::LoadErrorKind;
 
 use crate::output::print_json;
 use crate::HostOptions;
@@ -88,15 +88,21 @@ pub fn trust(args: TrustArgs, host: &HostOptions) -> ExitCode {
                         ),
                     }));
                 }
-                Ok(checked) => {
-                    store.trust_file(&checked);
-                    trusted.push((checked.path().to_owned(), checked.sha256().to_owned()));
-                }
+                Ok(checked) => match checked.sha256() {
+                    Ok(sha256) => {
+                        store.trust(checked.path().to_owned(), sha256.to_owned());
+                        trusted.push((checked.path().to_owned(), sha256.to_owned()));
+                    }
+                    Err(error) => errors.push(json!({
+                        "path": error.path().display().to_string(),
+                        "message": error.to_string(),
+                    })),
+                },
                 Err(error) => {
                     // Trust is refused for the same reasons a load would be.
-                    let message = match &error {
-                        LoadError::Unsafe { path, cause } => {
-                            format!("refusing to trust {}: {cause}", path.display())
+                    let message = match &error.kind {
+                        LoadErrorKind::Unsafe { cause } => {
+                            format!("refusing to trust {}: {cause}", error.path.display())
                         }
                         other => other.to_string(),
                     };

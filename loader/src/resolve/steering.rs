@@ -1,15 +1,11 @@
 //! Steering the model while something is pending: the forced tool choice in each provider's
-//! shape, and the hidden reminder queued on every push (SPEC 2.4).
+//! shape, and the hidden reminder queued on every push.
 
 use std::str::FromStr;
 
 use serde_json::{json, Value};
 
-/// The hidden reminder queued for the model on every push.
-pub const RESOLVE_REMINDER: &str = "<system-reminder>\nThis is a preview. Call the `resolve` tool to apply or discard these changes.\n</system-reminder>";
-
-/// The tag carried by [`RESOLVE_REMINDER`] messages.
-pub const RESOLVE_REMINDER_TAG: &str = "resolve-reminder";
+pub use crate::messages::{RESOLVE_REMINDER, RESOLVE_REMINDER_TAG};
 
 /// A model provider whose tool-choice shape the session knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

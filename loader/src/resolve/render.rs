@@ -1,11 +1,11 @@
-//! The resolve renderer (SPEC 2.5): a small framed block for a terminal.
+//! The resolve renderer: a small framed block for a terminal.
 //!
 //! Everything shown comes from plugins (labels, reasons), so it is sanitised here: tabs become
 //! spaces, control characters become visible symbols, and each line is cut to the width.
 
 use serde_json::Value;
 
-use crate::session::ToolOutcome;
+use crate::tool::ToolOutcome;
 
 /// How to draw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,14 +16,10 @@ use xcsh_plugin_api::ffi::{
 };
 use xcsh_plugin_api::AgentToolResult;
 
-use crate::library::PluginLibrary;
+use crate::load::{LoadError, LoadErrorKind, PluginLibrary};
+use crate::messages::STORE_UNAVAILABLE;
 use crate::store::{BoxFuture, PendingAction, PendingActionStore};
 use crate::tool::{CallContext, Tool, ToolError, ToolOrigin, ToolSpec, UpdateSink};
-use crate::LoadError;
-
-/// The exact error a push gets when the runtime has no store (SPEC 3).
-pub const STORE_UNAVAILABLE: &str =
-    "Pending action store unavailable for custom tools in this runtime.";
 
 /// What the host offers one plugin in one session.
 struct HostServices {
@@ -133,7 +129,7 @@ impl Tool for PluginTool {
 /// Per-call services offered to a running plugin tool.
 struct CallServices {
     updates: Option<UpdateSink>,
-    cancel: crate::CancelToken,
+    cancel: crate::tool::CancelToken,
 }
 
 impl ToolContextFfi for CallServices {
@@ -165,9 +161,13 @@ pub(crate) fn instantiate(
     );
     let defs = library.module().create_tools()(host)
         .into_result()
-        .map_err(|message| LoadError::Factory {
-            path: path.to_owned(),
-            message: message.into_string(),
+        .map_err(|message| {
+            LoadError::new(
+                path.to_owned(),
+                LoadErrorKind::Factory {
+                    message: message.into_string(),
+                },
+            )
         })?;
     Ok(defs.into_iter().map(|def| plugin_tool(def, path)).collect())
 }

@@ -4,17 +4,21 @@
 //! of the file is mapped anyway, and the first access to the missing pages kills the process
 //! with SIGBUS. So before loading, the file is parsed with the `object` crate and every
 //! loadable segment and section must lie inside the file. Anything else is reported as "not a
-//! loadable shared library" with the reason. The bytes checked are the bytes loaded (see
-//! [`crate::library::load_checked`]).
+//! loadable shared library" with the reason. The file checked is the file loaded (see
+//! [`crate::load::open`]); only the headers are read, not the whole file.
 
-use object::{Object, ObjectSection, ObjectSegment};
+use object::{Object, ObjectSection, ObjectSegment, ReadRef};
 
-/// Why a file cannot be a loadable library, or `Ok` when its headers are sound.
-pub fn check_library_bytes(bytes: &[u8]) -> Result<(), String> {
-    if bytes.is_empty() {
+/// Why a file cannot be a loadable library, or `Ok` when its headers are sound. `data` is
+/// the file's bytes, or a reader that fetches only the ranges the parser asks for.
+pub(crate) fn check_library<'data, R: ReadRef<'data>>(data: R) -> Result<(), String> {
+    let len = data
+        .len()
+        .map_err(|()| "cannot read the file's size".to_owned())?;
+    if len == 0 {
         return Err("the file is empty".to_owned());
     }
-    let file = object::File::parse(bytes)
+    let file = object::File::parse(data)
         .map_err(|e| format!("not an object file this platform can load ({e})"))?;
     if file.kind() != object::ObjectKind::Dynamic {
         return Err(format!(
@@ -22,7 +26,6 @@ pub fn check_library_bytes(bytes: &[u8]) -> Result<(), String> {
             file.kind()
         ));
     }
-    let len = bytes.len() as u64;
     for segment in file.segments() {
         let (offset, size) = segment.file_range();
         if offset.checked_add(size).is_none_or(|end| end > len) {
@@ -52,8 +55,8 @@ mod tests {
 
     #[test]
     fn junk_and_empty_files_are_refused() {
-        assert_eq!(check_library_bytes(b"").unwrap_err(), "the file is empty");
-        assert!(check_library_bytes(b"hello world")
+        assert_eq!(check_library(&b""[..]).unwrap_err(), "the file is empty");
+        assert!(check_library(&b"hello world"[..])
             .unwrap_err()
             .contains("not an object file"));
     }
@@ -63,11 +66,11 @@ mod tests {
         // Test executables are PIE (kind Executable or Dynamic depending on the toolchain): the
         // check must not call a sound file truncated.
         let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        if let Err(message) = check_library_bytes(&exe) {
+        if let Err(message) = check_library(exe.as_slice()) {
             assert!(message.contains("not a shared library"), "{message}");
         }
         let truncated = &exe[..exe.len() / 2];
-        let message = check_library_bytes(truncated).unwrap_err();
+        let message = check_library(truncated).unwrap_err();
         assert!(
             message.contains("truncated")
                 || message.contains("not an object file")

@@ -12,8 +12,8 @@
 //!
 //! The file is then opened without following symbolic links and `fstat`ed: it must be the
 //! object that was checked (same device and inode, still owned and moded as required), and
-//! its bytes are read once from that descriptor. Those bytes are what is hashed, checked and
-//! loaded (see [`crate::library`]).
+//! everything after (the header check, the hash for trust, the dynamic loader) works on
+//! that descriptor, never on the path again (see [`crate::load::open`]).
 //!
 //! Ownership and modes are Unix notions: elsewhere only the type and name are checked.
 //!
@@ -49,39 +49,68 @@ pub(crate) fn shell_quote(path: &Path) -> String {
 /// then read it once. Returns the bytes of exactly the object that was checked.
 #[cfg(test)]
 pub(crate) fn read_plugin(path: &Path) -> Result<Vec<u8>, Refusal> {
-    read_plugin_stamped(path).map(|(bytes, _)| bytes)
+    let (file, _) = open_plugin(path)?;
+    crate::sys::read_all(&file).map_err(|e| Refusal::Unreadable(format!("cannot read: {e}")))
 }
 
-/// Which file object some bytes were read from, and when it last changed: enough to tell
-/// whether a path still holds what was read, without hashing the content again.
+/// Which file object was opened, and when it last changed: enough to tell whether a
+/// descriptor or a path still holds what was checked, without reading the content again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileStamp {
     device: u64,
     inode: u64,
     len: u64,
     modified: Option<std::time::SystemTime>,
+    /// The change time (`ctime`): it moves on every write and cannot be set back by the
+    /// file's owner, unlike the modification time.
+    changed: (i64, i64),
+    links: u64,
 }
 
 impl FileStamp {
-    fn of(meta: &std::fs::Metadata) -> Self {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Self {
         #[cfg(unix)]
-        let (device, inode) = {
+        let (device, inode, changed, links) = {
             use std::os::unix::fs::MetadataExt;
-            (meta.dev(), meta.ino())
+            (
+                meta.dev(),
+                meta.ino(),
+                (meta.ctime(), meta.ctime_nsec()),
+                meta.nlink(),
+            )
         };
         #[cfg(not(unix))]
-        let (device, inode) = (0, 0);
+        let (device, inode, changed, links) = (0, 0, (0, 0), 1);
         Self {
             device,
             inode,
             len: meta.len(),
             modified: meta.modified().ok(),
+            changed,
+            links,
         }
+    }
+
+    /// The file's size when it was stamped.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether `later` (a stamp of the same path or descriptor taken later) shows the same
+    /// object with the same content. A new change time with the same link count means a
+    /// write (or a mode change); a changed link count alone is the object being renamed over
+    /// or linked elsewhere, which leaves its content as it was.
+    pub(crate) fn same_content(&self, later: &FileStamp) -> bool {
+        (self.device, self.inode, self.len, self.modified)
+            == (later.device, later.inode, later.len, later.modified)
+            && (self.changed == later.changed || self.links != later.links)
     }
 }
 
-/// [`read_plugin`], also returning the stamp of the object the bytes came from.
-pub(crate) fn read_plugin_stamped(path: &Path) -> Result<(Vec<u8>, FileStamp), Refusal> {
+/// Check the plugin file at `path` (absolute and canonical) and every directory above it,
+/// then open it once. Returns the descriptor of exactly the object that was checked, and its
+/// stamp; nothing is read.
+pub(crate) fn open_plugin(path: &Path) -> Result<(std::fs::File, FileStamp), Refusal> {
     let suffix = std::env::consts::DLL_SUFFIX;
     // Names need not be UTF-8: only the suffix is compared.
     let named_right = path.file_name().is_some_and(|n| {
@@ -94,7 +123,7 @@ pub(crate) fn read_plugin_stamped(path: &Path) -> Result<(Vec<u8>, FileStamp), R
             shell_quote(path)
         )));
     }
-    read_checked(path)
+    open_checked(path)
 }
 
 /// The same checks for a file the loader keeps its own state in (the trust file): the file
@@ -103,22 +132,23 @@ pub(crate) fn read_plugin_stamped(path: &Path) -> Result<(Vec<u8>, FileStamp), R
 pub(crate) fn read_private(path: &Path) -> Result<Option<Vec<u8>>, Refusal> {
     match std::fs::symlink_metadata(path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        _ => read_checked(path).map(|(bytes, _)| Some(bytes)),
+        _ => {
+            let (file, _) = open_checked(path)?;
+            crate::sys::read_all(&file)
+                .map(Some)
+                .map_err(|e| Refusal::Unreadable(format!("cannot read: {e}")))
+        }
     }
 }
 
 #[cfg(unix)]
-fn read_checked(path: &Path) -> Result<(Vec<u8>, FileStamp), Refusal> {
-    use std::io::Read;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+fn open_checked(path: &Path) -> Result<(std::fs::File, FileStamp), Refusal> {
+    use std::os::unix::fs::MetadataExt;
 
     let me = crate::sys::effective_uid();
     let checked = check_chain(path, me)?;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        // Never through a symbolic link put there since the check; never block on a FIFO.
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
+    // Never through a symbolic link put there since the check; never block on a FIFO.
+    let file = crate::sys::open_no_follow(path)
         .map_err(|e| Refusal::Unreadable(format!("cannot open: {e}")))?;
     let opened = file
         .metadata()
@@ -130,14 +160,11 @@ fn read_checked(path: &Path) -> Result<(Vec<u8>, FileStamp), Refusal> {
         )));
     }
     check_one(path, &opened, me, Place::File)?;
-    let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes)
-        .map_err(|e| Refusal::Unreadable(format!("cannot read: {e}")))?;
-    Ok((bytes, FileStamp::of(&opened)))
+    Ok((file, FileStamp::of(&opened)))
 }
 
 #[cfg(not(unix))]
-fn read_checked(path: &Path) -> Result<(Vec<u8>, FileStamp), Refusal> {
+fn open_checked(path: &Path) -> Result<(std::fs::File, FileStamp), Refusal> {
     // No ownership or mode bits to check on this platform: only the type.
     let meta = std::fs::symlink_metadata(path)
         .map_err(|e| Refusal::Unreadable(format!("cannot inspect: {e}")))?;
@@ -147,9 +174,9 @@ fn read_checked(path: &Path) -> Result<(Vec<u8>, FileStamp), Refusal> {
             path.display()
         )));
     }
-    let bytes =
-        std::fs::read(path).map_err(|e| Refusal::Unreadable(format!("cannot read: {e}")))?;
-    Ok((bytes, FileStamp::of(&meta)))
+    let file =
+        std::fs::File::open(path).map_err(|e| Refusal::Unreadable(format!("cannot open: {e}")))?;
+    Ok((file, FileStamp::of(&meta)))
 }
 
 /// Where on the path an object is.

@@ -1,5 +1,5 @@
 //! The hidden `resolve` tool: pop the newest pending action and apply or discard it
-//! (SPEC 2.3). Every exact string the model sees lives here.
+//! (its exact strings are in [`crate::messages`]).
 
 use std::time::Duration;
 
@@ -7,16 +7,15 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use xcsh_plugin_api::{AgentToolResult, Content};
 
-use crate::session::{bounded, Interrupted, ToolOutcome};
+use crate::messages;
 use crate::store::PendingActionStore;
+use crate::tool::{bounded, Interrupted, ToolOutcome};
 use crate::tool::{CancelToken, ToolOrigin, ToolSpec};
 
-/// The tool's name.
-pub const RESOLVE_TOOL_NAME: &str = "resolve";
-/// The tool's label.
-pub const RESOLVE_TOOL_LABEL: &str = "Resolve";
-/// The error when nothing is pending.
-pub const NO_PENDING_ACTION: &str = "No pending action to resolve. Nothing to apply or discard.";
+pub mod render;
+pub mod steering;
+
+pub use crate::messages::{NO_PENDING_ACTION, RESOLVE_TOOL_LABEL, RESOLVE_TOOL_NAME};
 
 /// The `resolve` tool's spec, with its strict schema.
 pub fn resolve_spec() -> ToolSpec {
@@ -99,7 +98,7 @@ pub(crate) async fn run_resolve(
             Ok(Ok(result)) => {
                 let text = result.joined_text();
                 let text = if text.is_empty() {
-                    format!("Applied: {label}.")
+                    messages::applied(&label)
                 } else {
                     text
                 };
@@ -124,7 +123,7 @@ pub(crate) async fn run_resolve(
                 }),
                 Ok(None) => ToolOutcome::success(AgentToolResult {
                     content: vec![Content::Text {
-                        text: format!("Discarded: {label}. Reason: {}", args.reason),
+                        text: messages::discarded(&label, &args.reason),
                     }],
                     details: None,
                 }),

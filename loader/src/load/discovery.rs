@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::LoadError;
+use crate::load::{LoadError, LoadErrorKind};
 
 /// Where a candidate was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,10 +85,12 @@ impl Discovery {
                     &mut found,
                     &mut errors,
                 ),
-                Err(error) => errors.push(LoadError::Unreadable {
+                Err(error) => errors.push(LoadError::new(
                     path,
-                    cause: error.to_string(),
-                }),
+                    LoadErrorKind::Unreadable {
+                        cause: error.to_string(),
+                    },
+                )),
             }
         }
         if self.default_dirs {
@@ -135,10 +137,12 @@ fn add(
                 });
             }
         }
-        Err(error) => errors.push(LoadError::Unreadable {
-            path: path.to_owned(),
-            cause: error.to_string(),
-        }),
+        Err(error) => errors.push(LoadError::new(
+            path.to_owned(),
+            LoadErrorKind::Unreadable {
+                cause: error.to_string(),
+            },
+        )),
     }
 }
 
@@ -152,10 +156,12 @@ fn scan_dir(
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(error) => {
-            errors.push(LoadError::Unreadable {
-                path: dir.to_owned(),
-                cause: error.to_string(),
-            });
+            errors.push(LoadError::new(
+                dir.to_owned(),
+                LoadErrorKind::Unreadable {
+                    cause: error.to_string(),
+                },
+            ));
             return;
         }
     };

@@ -20,11 +20,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-use crate::library::CheckedFile;
-use crate::safety::{read_private, shell_quote, Refusal};
-use crate::LoadError;
+pub use crate::load::error::trust_command;
+pub use crate::load::open::sha256_hex;
+use crate::load::open::CheckedFile;
+use crate::load::safety::{read_private, Refusal};
+use crate::load::{LoadError, LoadErrorKind};
 
 /// The trust file's name, in `~/.xcsh/agent/`.
 pub const TRUST_FILE_NAME: &str = "trusted-plugins.json";
@@ -32,21 +33,6 @@ pub const TRUST_FILE_NAME: &str = "trusted-plugins.json";
 /// The trust file for `home`: `home/.xcsh/agent/trusted-plugins.json`.
 pub fn trust_file(home: &Path) -> PathBuf {
     home.join(".xcsh").join("agent").join(TRUST_FILE_NAME)
-}
-
-/// The SHA-256 of `bytes`, as lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for byte in digest {
-        hex.push_str(&format!("{byte:02x}"));
-    }
-    hex
-}
-
-/// The command that trusts `path` (quoted for a shell).
-pub fn trust_command(path: &Path) -> String {
-    format!("xcsh-plugins trust {}", shell_quote(path))
 }
 
 /// What the trust file says about one file's content.
@@ -92,21 +78,28 @@ impl TrustStore {
                     entries: BTreeMap::new(),
                 })
             }
-            Err(Refusal::Unsafe(cause)) => return Err(LoadError::Unsafe { path: file, cause }),
+            Err(Refusal::Unsafe(cause)) => {
+                return Err(LoadError::new(file, LoadErrorKind::Unsafe { cause }))
+            }
             Err(Refusal::Unreadable(cause)) => {
-                return Err(LoadError::Unreadable { path: file, cause })
+                return Err(LoadError::new(file, LoadErrorKind::Unreadable { cause }))
             }
         };
-        let parsed: FileFormat =
-            serde_json::from_slice(&bytes).map_err(|error| LoadError::Unreadable {
-                path: file.clone(),
-                cause: format!("not a valid trust file: {error}"),
-            })?;
+        let parsed: FileFormat = serde_json::from_slice(&bytes).map_err(|error| {
+            LoadError::new(
+                file.clone(),
+                LoadErrorKind::Unreadable {
+                    cause: format!("not a valid trust file: {error}"),
+                },
+            )
+        })?;
         if parsed.version != 1 {
-            return Err(LoadError::Unreadable {
-                path: file,
-                cause: format!("unknown trust file version {}", parsed.version),
-            });
+            return Err(LoadError::new(
+                file,
+                LoadErrorKind::Unreadable {
+                    cause: format!("unknown trust file version {}", parsed.version),
+                },
+            ));
         }
         let entries = parsed
             .trusted
@@ -135,9 +128,10 @@ impl TrustStore {
         }
     }
 
-    /// Whether a checked file is trusted as it is now.
-    pub fn status_of(&self, file: &CheckedFile) -> TrustStatus {
-        self.status(file.path(), file.sha256())
+    /// Whether a checked file is trusted as it is now. Reads and hashes the file, which pins
+    /// its content: loading it afterwards loads exactly what was hashed.
+    pub fn status_of(&self, file: &CheckedFile) -> Result<TrustStatus, LoadError> {
+        Ok(self.status(file.path(), file.sha256()?))
     }
 
     /// Trust `path` (canonical) with content hashing to `sha256` (replacing any old entry).
@@ -145,9 +139,10 @@ impl TrustStore {
         self.entries.insert(path, sha256.to_ascii_lowercase());
     }
 
-    /// Trust a checked file as it is now.
-    pub fn trust_file(&mut self, file: &CheckedFile) {
-        self.trust(file.path().to_owned(), file.sha256().to_owned());
+    /// Trust a checked file as it is now (reads and hashes it).
+    pub fn trust_file(&mut self, file: &CheckedFile) -> Result<(), LoadError> {
+        self.trust(file.path().to_owned(), file.sha256()?.to_owned());
+        Ok(())
     }
 
     /// Forget `path`; whether it was there.
@@ -294,7 +289,10 @@ mod tests {
         let file = trust_file(home.path());
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o622)).unwrap();
         let error = TrustStore::for_home(home.path()).unwrap_err();
-        assert!(matches!(error, LoadError::Unsafe { .. }), "{error}");
+        assert!(
+            matches!(error.kind, LoadErrorKind::Unsafe { .. }),
+            "{error}"
+        );
         assert!(error.to_string().contains("chmod go-w"), "{error}");
         std::fs::write(&file, b"{not json").unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();

@@ -1,5 +1,12 @@
 //! The host's view of a tool: a [`ToolSpec`] plus an async `execute`. Plugin tools, the
 //! built-in `ast_edit`, and anything an embedder adds all look the same to the session.
+//! What a call gives back ([`ToolOutcome`]) and the options it takes ([`CallOptions`]) are
+//! here too, since `resolve` and the session both produce and take them.
+
+mod outcome;
+
+pub(crate) use outcome::{bounded, Interrupted};
+pub use outcome::{CallOptions, ToolOutcome};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,25 +19,10 @@ use xcsh_plugin_api::AgentToolResult;
 use crate::store::{BoxFuture, PendingActionStore};
 
 /// An error from a tool, an `apply` or a `reject`: a message for the model and the user.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ToolError {
-    message: String,
-}
-
-impl ToolError {
-    /// An error with this message.
-    pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
-    }
-
-    /// The message.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
+///
+/// It is the very type plugin authors return ([`xcsh_plugin_api::PluginError`]), so a failure
+/// crosses from a plugin to the host and on to the model as one type.
+pub use xcsh_plugin_api::PluginError as ToolError;
 
 /// Where a tool comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,206 @@
+//! [`LoadError`]: everything that can go wrong while finding and loading one plugin file.
+//!
+//! An error is the file it is about plus a [`LoadErrorKind`]. The kind enum is
+//! `#[non_exhaustive]`, so a later release can report a new problem without breaking
+//! embedders that match on it. The loader collects errors and carries on with the next file,
+//! so one broken plugin never hides the others.
+
+use std::path::{Path, PathBuf};
+
+use crate::load::safety::shell_quote;
+use crate::messages;
+
+/// A problem with one plugin file. Loading continues with the next file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.render())]
+pub struct LoadError {
+    /// The file (or path given by the user) the problem is about.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub kind: LoadErrorKind,
+}
+
+/// What went wrong with a plugin file. See [`LoadError`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadErrorKind {
+    /// A path given by the user does not exist or cannot be read.
+    #[error("cannot read plugin path: {cause}")]
+    Unreadable {
+        /// Why.
+        cause: String,
+    },
+    /// The file is not a loadable shared library.
+    #[error("not a loadable shared library: {cause}")]
+    NotALibrary {
+        /// The dynamic loader's (or the header check's) complaint.
+        cause: String,
+    },
+    /// The library loads but exports no xcsh plugin root module.
+    #[error("no xcsh plugin root module (build it with `xcsh_plugin_api::export_plugin!`)")]
+    NoRootModule,
+    /// Built against an `xcsh-plugin-api` version this host does not support. Refused before
+    /// any of the plugin's code runs.
+    #[error("built against xcsh-plugin-api {plugin}, this host supports {oldest} to {host}")]
+    IncompatibleVersion {
+        /// The version the plugin was built against.
+        plugin: String,
+        /// The oldest version this host supports.
+        oldest: String,
+        /// The host's own version.
+        host: String,
+    },
+    /// The root module's layout or the abi_stable version differs.
+    #[error("incompatible plugin ABI: {cause}")]
+    IncompatibleAbi {
+        /// What differs.
+        cause: String,
+    },
+    /// The plugin's factory returned an error or panicked.
+    #[error("plugin factory failed: {message}")]
+    Factory {
+        /// The factory's error or panic message.
+        message: String,
+    },
+    /// A tool's name, label or description is unusable.
+    #[error("tool \"{tool}\" is invalid: {cause}")]
+    InvalidTool {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong.
+        cause: String,
+    },
+    /// A tool's parameter schema is not a valid JSON Schema with an object root.
+    #[error("tool \"{tool}\" has an invalid parameter schema: {cause}")]
+    InvalidSchema {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong.
+        cause: String,
+    },
+    /// The file or a directory above it fails the ownership and permission checks made before
+    /// anything is loaded; the cause says what is wrong and how to fix it.
+    #[error("refusing to load: {cause}")]
+    Unsafe {
+        /// What is wrong, and the fix.
+        cause: String,
+    },
+    /// A project-local plugin (`<cwd>/.xcsh/tools/`) the user has not trusted, or whose
+    /// content changed since it was trusted. It was not loaded.
+    #[error("{}", if *changed { "project plugin changed since it was trusted" } else { "project plugin is not trusted" })]
+    Untrusted {
+        /// Whether it was trusted with other content.
+        changed: bool,
+    },
+    /// The file changed while it was being loaded, after it was checked. What the dynamic
+    /// loader mapped may not be what was checked, so none of it is used.
+    #[error("the file changed while it was being loaded; nothing of it is used, try again")]
+    ChangedWhileLoading,
+    /// The file's content differs from the copy this process already loaded from that path.
+    /// The earlier copy stays in use by the sessions that have it; the new content is not
+    /// loaded until the host restarts.
+    #[error("the file changed since it was loaded in this process; the copy loaded earlier stays in use until the host restarts")]
+    ChangedSinceLoaded,
+    /// Two tools share a name; the later one is skipped.
+    #[error("{}", messages::name_conflict(name))]
+    NameConflict {
+        /// The clashing name.
+        name: String,
+    },
+}
+
+impl LoadError {
+    /// An error about `path`.
+    pub fn new(path: impl Into<PathBuf>, kind: LoadErrorKind) -> Self {
+        Self {
+            path: path.into(),
+            kind,
+        }
+    }
+
+    /// The file this error is about.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &LoadErrorKind {
+        &self.kind
+    }
+
+    /// The message without the leading path (for reports that already show the file).
+    pub fn cause(&self) -> String {
+        match &self.kind {
+            LoadErrorKind::Untrusted { .. } => format!(
+                "{}; review it, then trust it with: {}",
+                self.kind,
+                trust_command(&self.path)
+            ),
+            kind => kind.to_string(),
+        }
+    }
+
+    fn render(&self) -> String {
+        match &self.kind {
+            LoadErrorKind::Unsafe { cause } => {
+                format!("refusing to load {}: {cause}", self.path.display())
+            }
+            LoadErrorKind::IncompatibleVersion {
+                plugin,
+                oldest,
+                host,
+            } => messages::incompatible_api(&self.path, plugin, oldest, host),
+            _ => format!("{}: {}", self.path.display(), self.cause()),
+        }
+    }
+}
+
+/// The command that trusts `path` (quoted for a shell).
+pub fn trust_command(path: &Path) -> String {
+    format!("xcsh-plugins trust {}", shell_quote(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_file_first_or_refuse_it() {
+        let conflict = LoadError::new(
+            "/p/liba.so",
+            LoadErrorKind::NameConflict {
+                name: "greet".into(),
+            },
+        );
+        assert_eq!(
+            conflict.to_string(),
+            "/p/liba.so: Tool name \"greet\" conflicts with existing tool"
+        );
+        assert_eq!(
+            conflict.cause(),
+            "Tool name \"greet\" conflicts with existing tool"
+        );
+        let unsafe_file = LoadError::new(
+            "/p/liba.so",
+            LoadErrorKind::Unsafe {
+                cause: "/p is writable by others (chmod o-w /p)".into(),
+            },
+        );
+        assert_eq!(
+            unsafe_file.to_string(),
+            "refusing to load /p/liba.so: /p is writable by others (chmod o-w /p)"
+        );
+        let version = LoadError::new(
+            "/p/liba.so",
+            LoadErrorKind::IncompatibleVersion {
+                plugin: "0.9.0".into(),
+                oldest: "0.2.0".into(),
+                host: "0.3.0".into(),
+            },
+        );
+        assert_eq!(
+            version.to_string(),
+            "refusing to load /p/liba.so: built against xcsh-plugin-api 0.9.0, this host supports 0.2.0 to 0.3.0"
+        );
+    }
+}

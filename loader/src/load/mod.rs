@@ -1,0 +1,23 @@
+//! Finding and loading plugin libraries: discover → check → (trust) → open.
+//!
+//! - [`discovery`] lists candidate files, in the contract's order, deduplicated;
+//! - `safety` checks a path and every directory above it (owner, mode, type, name) and opens
+//!   the file once, so everything after works on the object that was checked;
+//! - [`trust`] decides whether a project-local plugin may load (pinned by SHA-256);
+//! - `preflight` checks the library's headers before the dynamic loader sees them;
+//! - [`open`] hands the checked object to the dynamic loader, checks the ABI and version,
+//!   and caches the result for the process;
+//! - [`LoadError`] is the one error type of all of it, naming the file and the cause.
+//!
+//! Nothing here knows about sessions or tools: the output is a [`PluginLibrary`], whose
+//! factory the session runs (see the `plugin_abi` module).
+
+pub mod discovery;
+mod error;
+pub mod open;
+mod preflight;
+mod safety;
+pub mod trust;
+
+pub use error::{LoadError, LoadErrorKind};
+pub use open::{host_api_version, load_checked, load_library, CheckedFile, PluginLibrary};

@@ -1,0 +1,310 @@
+//! Opening one checked plugin library: the header check, `dlopen` of exactly the object that
+//! was checked, the ABI and version checks, and a process-wide cache.
+//!
+//! A [`CheckedFile`] is a plugin file whose path passed the ownership and permission checks
+//! (see the `safety` module), opened once. [`load_checked`] checks its headers and hands that
+//! same open file to the dynamic loader (see the `sys` module), so replacing the path after
+//! the check has no effect, and a rewrite in place before the library is mapped is caught by
+//! the file's change time and refused. Nothing is copied or hashed on this path: loading costs
+//! what a plain `dlopen` costs.
+//!
+//! When trust needs the file's SHA-256 (a project-local plugin), [`CheckedFile::sha256`] reads
+//! the content once and pins it; loading then maps exactly those bytes from a sealed `memfd`,
+//! so what runs is what was hashed, whatever happens to the file.
+//!
+//! Each file gets its own check through `init_root_module` on its own header: abi_stable's
+//! `RootModule::load_from_*` caches a single module per root-module type, which would make
+//! every plugin after the first silently resolve to the first one.
+//!
+//! Libraries are never unloaded (a tool's vtables and futures live in them). Loading the same
+//! canonical path again returns the cached module while the path holds the same file object
+//! (device, inode, size and change times); once it was replaced or rewritten, loading is
+//! refused with [`LoadErrorKind::ChangedSinceLoaded`], since the earlier copy is still in use
+//! and a second copy of the same plugin would run beside it.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use abi_stable::library::{LibraryError, RootModule};
+use xcsh_plugin_api::ffi::PluginModuleRef;
+
+use crate::load::safety::{open_plugin, FileStamp, Refusal};
+use crate::load::{LoadError, LoadErrorKind};
+use crate::sys::{load, read_all, LoadFailure, LoadSource};
+
+/// Content read and hashed for a trust decision: loading then maps exactly these bytes.
+struct Pinned {
+    bytes: Vec<u8>,
+    sha256: String,
+}
+
+/// A plugin file that passed the checks made before loading, opened once. Loading it loads
+/// that open file (or, once [`Self::sha256`] pinned its content, exactly those bytes),
+/// whatever the path holds by then.
+#[derive(Clone)]
+pub struct CheckedFile {
+    path: PathBuf,
+    file: Arc<File>,
+    stamp: FileStamp,
+    pinned: Arc<OnceLock<Result<Pinned, LoadError>>>,
+}
+
+impl std::fmt::Debug for CheckedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckedFile")
+            .field("path", &self.path)
+            .field("len", &self.stamp.len())
+            .field(
+                "sha256",
+                &self
+                    .pinned
+                    .get()
+                    .and_then(|p| p.as_ref().ok())
+                    .map(|p| &p.sha256),
+            )
+            .finish()
+    }
+}
+
+impl CheckedFile {
+    /// Resolve `path` to its canonical form, check it and every directory above it (owner,
+    /// mode, type, name), then open it. Nothing is read or loaded.
+    pub fn read(path: &Path) -> Result<Self, LoadError> {
+        let canonical = path.canonicalize().map_err(|error| {
+            LoadError::new(
+                path,
+                LoadErrorKind::Unreadable {
+                    cause: error.to_string(),
+                },
+            )
+        })?;
+        let (file, stamp) = open_plugin(&canonical).map_err(|refusal| {
+            let kind = match refusal {
+                Refusal::Unsafe(cause) => LoadErrorKind::Unsafe { cause },
+                Refusal::Unreadable(cause) => LoadErrorKind::Unreadable { cause },
+            };
+            LoadError::new(canonical.clone(), kind)
+        })?;
+        Ok(Self {
+            path: canonical,
+            file: Arc::new(file),
+            stamp,
+            pinned: Arc::new(OnceLock::new()),
+        })
+    }
+
+    /// The canonical path the file was opened at.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The SHA-256 of the file's content, lowercase hex. The first call reads the content
+    /// and pins it: from then on, loading this file loads exactly the bytes that were hashed.
+    pub fn sha256(&self) -> Result<&str, LoadError> {
+        let pinned = self.pinned.get_or_init(|| {
+            let bytes = read_all(&self.file).map_err(|error| {
+                LoadError::new(
+                    &self.path,
+                    LoadErrorKind::Unreadable {
+                        cause: format!("cannot read: {error}"),
+                    },
+                )
+            })?;
+            let sha256 = sha256_hex(&bytes);
+            Ok(Pinned { bytes, sha256 })
+        });
+        match pinned {
+            Ok(pinned) => Ok(&pinned.sha256),
+            Err(error) => Err(error.clone()),
+        }
+    }
+
+    /// Whether the open file still is what was checked: same object, not written since.
+    fn unchanged(&self) -> bool {
+        self.file
+            .metadata()
+            .is_ok_and(|meta| self.stamp.same_content(&FileStamp::of(&meta)))
+    }
+}
+
+/// The SHA-256 of `bytes`, as lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write;
+    let mut hex = String::with_capacity(64);
+    for byte in Sha256::digest(bytes) {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+/// A loaded, checked plugin library.
+#[derive(Clone, Copy)]
+pub struct PluginLibrary {
+    module: PluginModuleRef,
+    api_version: &'static str,
+}
+
+impl std::fmt::Debug for PluginLibrary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginLibrary").finish_non_exhaustive()
+    }
+}
+
+impl PluginLibrary {
+    pub(crate) fn module(&self) -> PluginModuleRef {
+        self.module
+    }
+
+    /// The `xcsh-plugin-api` version the library was built against.
+    pub fn api_version(&self) -> &'static str {
+        self.api_version
+    }
+}
+
+/// What loading one path gave, and for which file object (see [`FileStamp`]).
+struct Cached {
+    stamp: FileStamp,
+    outcome: Result<PluginLibrary, LoadError>,
+}
+
+fn cache() -> &'static Mutex<HashMap<PathBuf, Cached>> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Cached>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The `xcsh-plugin-api` version this host was built with.
+pub fn host_api_version() -> String {
+    PluginModuleRef::VERSION_STRINGS.version.to_string()
+}
+
+/// Check, open and load the library at `path`: [`CheckedFile::read`], then [`load_checked`].
+/// Loading runs the library's constructors, so only call this on files you trust.
+pub fn load_library(path: &Path) -> Result<PluginLibrary, LoadError> {
+    load_checked(&CheckedFile::read(path)?)
+}
+
+/// Load the checked file (never the path's current content) and check the ABI and version.
+/// Loading runs the library's constructors, so only call this on files you trust.
+pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
+    let path = file.path();
+    let error = |kind| LoadError::new(path, kind);
+    let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(cached) = cache.get(path) {
+        if cached.stamp.same_content(&file.stamp) {
+            return cached.outcome.clone();
+        }
+        if cached.outcome.is_ok() {
+            return Err(error(LoadErrorKind::ChangedSinceLoaded));
+        }
+        // The earlier content never loaded usably: nothing of it is in use, so try this one.
+    }
+    let source = match file.pinned.get() {
+        Some(Ok(pinned)) => {
+            crate::load::preflight::check_library(pinned.bytes.as_slice())
+                .map_err(|cause| error(LoadErrorKind::NotALibrary { cause }))?;
+            LoadSource::Bytes(&pinned.bytes)
+        }
+        Some(Err(failed)) => return Err(failed.clone()),
+        None => {
+            let reader = object::ReadCache::new(&*file.file);
+            crate::load::preflight::check_library(&reader)
+                .map_err(|cause| error(LoadErrorKind::NotALibrary { cause }))?;
+            // Written since it was checked (the header check included): refuse before any of
+            // its code runs.
+            if !file.unchanged() {
+                return Err(error(LoadErrorKind::ChangedWhileLoading));
+            }
+            LoadSource::Opened(&file.file)
+        }
+    };
+    let outcome = match load(path, source) {
+        Ok(mapped) => mapped
+            .header
+            .init_root_module::<PluginModuleRef>()
+            .map(|module| PluginLibrary {
+                module,
+                api_version: mapped.header.version_strings().version.as_str(),
+            })
+            .map_err(|error| classify(path, None, error)),
+        Err(LoadFailure::Copy(cause)) => {
+            return Err(error(LoadErrorKind::Unreadable {
+                cause: format!("cannot make the private copy to load: {cause}"),
+            }))
+        }
+        // Nothing was mapped: a later attempt may succeed (a missing dependency installed).
+        Err(LoadFailure::Library {
+            loaded_at,
+            error: failure @ LibraryError::OpenError { .. },
+        }) => return Err(classify(path, Some(&loaded_at), failure)),
+        Err(LoadFailure::Library { loaded_at, error }) => {
+            Err(classify(path, Some(&loaded_at), error))
+        }
+    };
+    // Written while it was being mapped: what was mapped may not be what was checked.
+    let outcome = match outcome {
+        Ok(_) if matches!(source, LoadSource::Opened(_)) && !file.unchanged() => {
+            Err(error(LoadErrorKind::ChangedWhileLoading))
+        }
+        outcome => outcome,
+    };
+    // Mapped, usable or not: remember the outcome, so the same object is never mapped twice.
+    cache.insert(
+        path.to_owned(),
+        Cached {
+            stamp: file.stamp,
+            outcome: outcome.clone(),
+        },
+    );
+    outcome
+}
+
+/// Map abi_stable's error to ours. Messages name the original file, never the
+/// `/proc/self/fd/N` or private copy the dynamic loader was given.
+fn classify(path: &Path, loaded_at: Option<&Path>, error: LibraryError) -> LoadError {
+    let text = |message: String| match loaded_at {
+        Some(loaded_at) => message.replace(
+            &loaded_at.display().to_string(),
+            &path.display().to_string(),
+        ),
+        None => message,
+    };
+    let kind = match error {
+        LibraryError::OpenError { err, .. } => LoadErrorKind::NotALibrary {
+            cause: text(err.to_string()),
+        },
+        LibraryError::GetSymbolError { .. } => LoadErrorKind::NoRootModule,
+        LibraryError::IncompatibleVersionNumber {
+            expected_version,
+            actual_version,
+            ..
+        } => LoadErrorKind::IncompatibleVersion {
+            plugin: actual_version.to_string(),
+            oldest: expected_version.to_string(),
+            host: expected_version.to_string(),
+        },
+        LibraryError::RootModule { err, .. } => LoadErrorKind::Factory {
+            message: text(err.to_string()),
+        },
+        other => LoadErrorKind::IncompatibleAbi {
+            cause: first_lines(&text(other.to_string()), 12),
+        },
+    };
+    LoadError::new(path, kind)
+}
+
+/// abi_stable's layout errors can run to hundreds of lines; keep the head.
+fn first_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= n {
+        text.trim_end().to_owned()
+    } else {
+        format!(
+            "{}\n... ({} more lines)",
+            lines[..n].join("\n"),
+            lines.len() - n
+        )
+    }
+}

@@ -1,0 +1,75 @@
+//! Every exact string of the behaviour contract that this crate produces, in one place.
+//!
+//! Models, tests and other runtimes match these texts literally (the README's "Exact strings"
+//! list), so they are defined once here and every other module uses these constants or
+//! functions instead of spelling them again. Changing one is a breaking change.
+
+use std::path::Path;
+
+/// What `push_pending_action` answers in a runtime without a pending-action store.
+pub const STORE_UNAVAILABLE: &str =
+    "Pending action store unavailable for custom tools in this runtime.";
+
+/// `resolve`'s error when nothing is pending.
+pub const NO_PENDING_ACTION: &str = "No pending action to resolve. Nothing to apply or discard.";
+
+/// The name of the hidden tool that applies or discards pending actions.
+pub const RESOLVE_TOOL_NAME: &str = "resolve";
+
+/// The label of `resolve`.
+pub const RESOLVE_TOOL_LABEL: &str = "Resolve";
+
+/// The hidden steering message queued for the model on every push.
+pub const RESOLVE_REMINDER: &str = "<system-reminder>\nThis is a preview. Call the `resolve` tool to apply or discard these changes.\n</system-reminder>";
+
+/// The tag of [`RESOLVE_REMINDER`] messages.
+pub const RESOLVE_REMINDER_TAG: &str = "resolve-reminder";
+
+/// `resolve`'s text after an `apply` whose result had no text.
+pub fn applied(label: &str) -> String {
+    format!("Applied: {label}.")
+}
+
+/// `resolve`'s text after a discard without a `reject` result.
+pub fn discarded(label: &str, reason: &str) -> String {
+    format!("Discarded: {label}. Reason: {reason}")
+}
+
+/// The load error of a tool whose name is already taken (the later tool is skipped).
+pub fn name_conflict(name: &str) -> String {
+    format!("Tool name \"{name}\" conflicts with existing tool")
+}
+
+/// The refusal of a plugin built against an `xcsh-plugin-api` version this host does not
+/// support.
+pub fn incompatible_api(path: &Path, plugin: &str, oldest: &str, host: &str) -> String {
+    format!(
+        "refusing to load {}: built against xcsh-plugin-api {plugin}, this host supports {oldest} to {host}",
+        path.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_formatted_strings_read_as_the_contract_says() {
+        assert_eq!(
+            applied("Batch rename: 2 files"),
+            "Applied: Batch rename: 2 files."
+        );
+        assert_eq!(
+            discarded("AST Edit: 1 replacement in 1 file", "not now"),
+            "Discarded: AST Edit: 1 replacement in 1 file. Reason: not now"
+        );
+        assert_eq!(
+            name_conflict("greet"),
+            "Tool name \"greet\" conflicts with existing tool"
+        );
+        assert_eq!(
+            incompatible_api(Path::new("/p/libx.so"), "0.4.0", "0.2.0", "0.3.0"),
+            "refusing to load /p/libx.so: built against xcsh-plugin-api 0.4.0, this host supports 0.2.0 to 0.3.0"
+        );
+    }
+}
