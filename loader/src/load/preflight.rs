@@ -7,10 +7,13 @@
 //! loadable shared library" with the reason. The file checked is the file loaded (see
 //! [`crate::load::open`]); only the headers are read, not the whole file.
 
-use object::{Object, ObjectSection, ObjectSegment, ReadRef};
+use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
+use object::{elf, Endianness, FileKind, Object, ObjectSection, ObjectSegment, ReadRef};
 
 /// Why a file cannot be a loadable library, or `Ok` when its headers are sound. `data` is
-/// the file's bytes, or a reader that fetches only the ranges the parser asks for.
+/// the file's bytes, or a reader that fetches only the ranges the parser asks for. For ELF
+/// only the file header, the program headers and the section headers are read (not the
+/// symbol tables a full parse would read), so the check costs a few small reads.
 pub(crate) fn check_library<'data, R: ReadRef<'data>>(data: R) -> Result<(), String> {
     let len = data
         .len()
@@ -18,31 +21,116 @@ pub(crate) fn check_library<'data, R: ReadRef<'data>>(data: R) -> Result<(), Str
     if len == 0 {
         return Err("the file is empty".to_owned());
     }
-    let file = object::File::parse(data)
-        .map_err(|e| format!("not an object file this platform can load ({e})"))?;
+    let not_an_object =
+        |e: object::Error| format!("not an object file this platform can load ({e})");
+    match FileKind::parse(data).map_err(not_an_object)? {
+        FileKind::Elf64 => check_elf::<elf::FileHeader64<Endianness>, R>(data, len),
+        FileKind::Elf32 => check_elf::<elf::FileHeader32<Endianness>, R>(data, len),
+        _ => check_any(data, len),
+    }
+    .map_err(|problem| match problem {
+        Problem::Parse(e) => not_an_object(e),
+        Problem::Other(message) => message,
+    })
+}
+
+/// A check's failure: the parser's error, or a message already written for the user.
+enum Problem {
+    Parse(object::Error),
+    Other(String),
+}
+
+impl From<object::Error> for Problem {
+    fn from(error: object::Error) -> Self {
+        Problem::Parse(error)
+    }
+}
+
+fn not_a_shared_library(kind: impl std::fmt::Debug) -> Problem {
+    Problem::Other(format!(
+        "not a shared library (object kind {kind:?}); build the plugin with crate-type = [\"cdylib\"]"
+    ))
+}
+
+fn outside(what: &str, offset: u64, size: u64, len: u64) -> Option<Problem> {
+    offset
+        .checked_add(size)
+        .is_none_or(|end| end > len)
+        .then(|| {
+            Problem::Other(format!(
+                "truncated: {what} spans bytes {offset}..{} but the file has {len} bytes",
+                offset.saturating_add(size)
+            ))
+        })
+}
+
+fn check_elf<'data, H, R>(data: R, len: u64) -> Result<(), Problem>
+where
+    H: FileHeader<Endian = Endianness>,
+    R: ReadRef<'data>,
+{
+    let header = H::parse(data)?;
+    let endian = header.endian()?;
+    if header.e_type(endian) != elf::ET_DYN {
+        let kind = match header.e_type(endian) {
+            elf::ET_REL => object::ObjectKind::Relocatable,
+            elf::ET_EXEC => object::ObjectKind::Executable,
+            elf::ET_CORE => object::ObjectKind::Core,
+            _ => object::ObjectKind::Unknown,
+        };
+        return Err(not_a_shared_library(kind));
+    }
+    for segment in header.program_headers(endian, data)? {
+        let (offset, size) = (
+            segment.p_offset(endian).into(),
+            segment.p_filesz(endian).into(),
+        );
+        if let Some(problem) = outside("a segment", offset, size, len) {
+            return Err(problem);
+        }
+    }
+    for section in header.section_headers(endian, data)? {
+        if section.sh_type(endian) == elf::SHT_NOBITS {
+            continue;
+        }
+        let (offset, size) = (
+            section.sh_offset(endian).into(),
+            section.sh_size(endian).into(),
+        );
+        if outside("", offset, size, len).is_some() {
+            // Only now read the section names, to say which one.
+            let name = header
+                .sections(endian, data)
+                .ok()
+                .and_then(|table| table.section_name(endian, section).ok())
+                .map_or_else(
+                    || "?".to_owned(),
+                    |n| String::from_utf8_lossy(n).into_owned(),
+                );
+            return Err(outside(&format!("section {name}"), offset, size, len)
+                .unwrap_or_else(|| Problem::Other("truncated".to_owned())));
+        }
+    }
+    Ok(())
+}
+
+/// Any other format the `object` crate reads (Mach-O on macOS): a full parse.
+fn check_any<'data, R: ReadRef<'data>>(data: R, len: u64) -> Result<(), Problem> {
+    let file = object::File::parse(data)?;
     if file.kind() != object::ObjectKind::Dynamic {
-        return Err(format!(
-            "not a shared library (object kind {:?}); build the plugin with crate-type = [\"cdylib\"]",
-            file.kind()
-        ));
+        return Err(not_a_shared_library(file.kind()));
     }
     for segment in file.segments() {
         let (offset, size) = segment.file_range();
-        if offset.checked_add(size).is_none_or(|end| end > len) {
-            return Err(format!(
-                "truncated: a segment spans bytes {offset}..{} but the file has {len} bytes",
-                offset.saturating_add(size)
-            ));
+        if let Some(problem) = outside("a segment", offset, size, len) {
+            return Err(problem);
         }
     }
     for section in file.sections() {
         if let Some((offset, size)) = section.file_range() {
-            if offset.checked_add(size).is_none_or(|end| end > len) {
-                return Err(format!(
-                    "truncated: section {} spans bytes {offset}..{} but the file has {len} bytes",
-                    section.name().unwrap_or("?"),
-                    offset.saturating_add(size)
-                ));
+            let what = format!("section {}", section.name().unwrap_or("?"));
+            if let Some(problem) = outside(&what, offset, size, len) {
+                return Err(problem);
             }
         }
     }
