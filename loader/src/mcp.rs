@@ -79,10 +79,20 @@ where
         .serve((reader, writer))
         .await
         .map_err(|e| McpError::Start(e.to_string()))?;
-    service
+    let session = Arc::clone(&service.service().session);
+    let quit = service
         .waiting()
         .await
-        .map_err(|e| McpError::Stopped(e.to_string()))
+        .map_err(|e| McpError::Stopped(e.to_string()));
+    // End of input (or a stop): whatever is still pending is rejected, newest first.
+    for outcome in session.close().await {
+        tracing::info!(
+            is_error = outcome.is_error,
+            "session ended; rejected a pending action: {}",
+            outcome.text()
+        );
+    }
+    quit
 }
 
 /// The MCP face of one session: an `rmcp` server handler.

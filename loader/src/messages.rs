@@ -25,6 +25,9 @@ pub const RESOLVE_REMINDER: &str = "<system-reminder>\nThis is a preview. Call t
 /// The tag of [`RESOLVE_REMINDER`] messages.
 pub const RESOLVE_REMINDER_TAG: &str = "resolve-reminder";
 
+/// The reason every still-pending action's `reject` gets when its session ends.
+pub const SESSION_ENDED: &str = "Session ended before this action was resolved.";
+
 /// `resolve`'s text after an `apply` whose result had no text.
 pub fn applied(label: &str) -> String {
     format!("Applied: {label}.")

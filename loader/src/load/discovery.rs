@@ -29,7 +29,8 @@ pub struct Candidate {
 /// What to search.
 #[derive(Debug, Clone, Default)]
 pub struct Discovery {
-    /// Files and directories given explicitly, searched first.
+    /// Files and directories given explicitly, searched first. `SessionBuilder::plugin`
+    /// makes them absolute against the process's current directory.
     pub explicit: Vec<PathBuf>,
     /// The session's working directory (for `.xcsh/tools/`).
     pub cwd: PathBuf,
@@ -66,8 +67,7 @@ impl Discovery {
         let mut found = Vec::new();
         let mut errors = Vec::new();
         let mut seen = HashSet::new();
-        for path in &self.explicit {
-            let path = self.cwd.join(path);
+        for path in self.explicit.iter().cloned() {
             match std::fs::metadata(&path) {
                 Ok(meta) if meta.is_dir() => {
                     scan_dir(

@@ -61,9 +61,14 @@ impl SessionBuilder {
     }
 
     /// Load this plugin file, or every plugin in this directory (searched before the defaults).
+    /// A relative path is taken relative to the process's current directory, now, like any
+    /// path a program is given; the session's working directory plays no part in it.
     #[must_use]
     pub fn plugin(mut self, path: impl Into<PathBuf>) -> Self {
-        self.discovery.explicit.push(path.into());
+        let path = path.into();
+        self.discovery
+            .explicit
+            .push(std::path::absolute(&path).unwrap_or(path));
         self
     }
 

@@ -272,6 +272,48 @@ impl Session {
     }
 }
 
+impl Session {
+    /// End the session: every action still pending gets its `reject` callback, newest first,
+    /// with the reason [`crate::messages::SESSION_ENDED`], so each action ever pushed gets
+    /// exactly one of `apply` or `reject`. Each callback is bounded by the session's default
+    /// timeout. Returns what each rejection gave, newest first (empty when nothing was
+    /// pending). Calling it again finds nothing left to reject.
+    pub async fn close(&self) -> Vec<ToolOutcome> {
+        let Some(store) = &self.store else {
+            return Vec::new();
+        };
+        let mut outcomes = Vec::new();
+        while let Some(action) = store.pop() {
+            let label = action.label().to_owned();
+            let (_apply, reject) = action.into_callbacks();
+            let Some(reject) = reject else {
+                outcomes.push(ToolOutcome::success(
+                    xcsh_plugin_api::AgentToolResult::text(crate::messages::discarded(
+                        &label,
+                        crate::messages::SESSION_ENDED,
+                    )),
+                ));
+                continue;
+            };
+            let cancel = crate::tool::CancelToken::new();
+            let reason = crate::messages::SESSION_ENDED.to_owned();
+            outcomes.push(
+                match bounded(reject(reason), &cancel, self.default_timeout).await {
+                    Ok(Ok(Some(result))) => ToolOutcome::success(result),
+                    Ok(Ok(None)) => ToolOutcome::success(xcsh_plugin_api::AgentToolResult::text(
+                        crate::messages::discarded(&label, crate::messages::SESSION_ENDED),
+                    )),
+                    Ok(Err(error)) => ToolOutcome::error(error.message()),
+                    Err(interrupted) => ToolOutcome::error(format!(
+                        "reject of \"{label}\" {interrupted} while the session ended"
+                    )),
+                },
+            );
+        }
+        outcomes
+    }
+}
+
 fn next_call_number() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
