@@ -140,7 +140,31 @@ async fn name_clash_keeps_the_first_tool_and_bad_tools_are_reported() {
     assert!(messages
         .iter()
         .any(|m| m.contains("\"bad name!\" is invalid")));
-    assert_eq!(messages.len(), 4, "{messages:#?}");
+    // `type Params = Value` without a schema: the message says what to write.
+    assert!(
+        messages.iter().any(
+            |m| m.contains("\"untyped\" has an invalid parameter schema")
+                && m.contains("override `parameters_schema()`")
+        ),
+        "{messages:#?}"
+    );
+    assert_eq!(messages.len(), 5, "{messages:#?}");
+    // The clash names both files: the skipped tool's, and the one that keeps the name.
+    let clash = session
+        .load_errors()
+        .iter()
+        .find_map(|e| match &e.kind {
+            LoadErrorKind::NameConflict { existing, .. } => {
+                Some((e.path.clone(), existing.clone()))
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(clash.0, plugin("fixture-bad-tools").canonicalize().unwrap());
+    assert_eq!(
+        clash.1,
+        Some(plugin("fixture-multi").canonicalize().unwrap())
+    );
     // The first `echo` (fixture-multi) is kept; the good tool of the bad plugin loads.
     let echoed = session.call("echo", json!({"text": "first"})).await;
     assert_eq!(echoed.text(), "first");

@@ -63,3 +63,27 @@ fn a_relative_plugin_path_that_is_missing_is_reported_where_it_was_looked_for() 
     let expected = build.path().join("nope/libmissing.so");
     assert!(stderr.contains(&expected.display().to_string()), "{stderr}");
 }
+
+#[test]
+fn a_missing_library_next_to_an_rlib_says_the_crate_builds_no_cdylib() {
+    let build = tempfile::tempdir().unwrap();
+    let release = build.path().join("target").join("release");
+    std::fs::create_dir_all(&release).unwrap();
+    // What cargo leaves for a crate without `crate-type = ["cdylib"]`.
+    let missing = release.join(lib_name("my_tool"));
+    std::fs::write(missing.with_extension("rlib"), b"!<arch>\n").unwrap();
+    let output = Command::new(artifacts().cli())
+        .current_dir(build.path())
+        .arg("--no-default-dirs")
+        .arg("--plugin")
+        .arg(&missing)
+        .arg("list")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("add `[lib] crate-type = [\"cdylib\"]` to the plugin's Cargo.toml"),
+        "{stderr}"
+    );
+}

@@ -85,12 +85,13 @@ impl Discovery {
                     &mut found,
                     &mut errors,
                 ),
-                Err(error) => errors.push(LoadError::new(
-                    path,
-                    LoadErrorKind::Unreadable {
-                        cause: error.to_string(),
-                    },
-                )),
+                Err(error) => {
+                    let cause = match missing_cdylib_hint(&path, &error) {
+                        Some(hint) => format!("{error}; {hint}"),
+                        None => error.to_string(),
+                    };
+                    errors.push(LoadError::new(path, LoadErrorKind::Unreadable { cause }));
+                }
             }
         }
         if self.default_dirs {
@@ -119,6 +120,25 @@ impl Discovery {
         }
         (found, errors)
     }
+}
+
+/// For a missing `target/<profile>/lib<name>.so` next to which cargo left `lib<name>.rlib`:
+/// the crate builds no `cdylib`, which is the fix to suggest.
+fn missing_cdylib_hint(path: &Path, error: &std::io::Error) -> Option<String> {
+    if error.kind() != std::io::ErrorKind::NotFound {
+        return None;
+    }
+    let name = path.file_name()?;
+    if !is_library_name(name) {
+        return None;
+    }
+    let rlib = path.with_extension("rlib");
+    rlib.is_file().then(|| {
+        format!(
+            "cargo built {} but no shared library: add `[lib] crate-type = [\"cdylib\"]` to the plugin's Cargo.toml",
+            rlib.display()
+        )
+    })
 }
 
 fn add(

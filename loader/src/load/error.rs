@@ -106,6 +106,9 @@ pub enum LoadErrorKind {
     NameConflict {
         /// The clashing name.
         name: String,
+        /// Where the tool that keeps the name comes from (`<builtin>` for a built-in), when
+        /// known; `None` for the name `resolve`, which the session reserves.
+        existing: Option<PathBuf>,
     },
 }
 
@@ -170,6 +173,7 @@ mod tests {
             "/p/liba.so",
             LoadErrorKind::NameConflict {
                 name: "greet".into(),
+                existing: Some("/p/libb.so".into()),
             },
         );
         assert_eq!(

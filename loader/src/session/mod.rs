@@ -83,11 +83,28 @@ fn check_name(name: &str) -> Result<(), String> {
 
 /// Check a parameter schema: an object at the root, and a valid JSON Schema.
 pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
+    // What `type Params = serde_json::Value` gives without a schema of its own: anything goes.
+    const UNTYPED_HINT: &str = "; a tool whose `Params` is `serde_json::Value` must describe \
+        its arguments: derive `JsonSchema` on a parameter struct, or override \
+        `parameters_schema()` with an object schema";
     let Some(object) = schema.as_object() else {
-        return Err(format!("the schema must be a JSON object, found {schema}"));
+        let hint = if *schema == Value::Bool(true) {
+            UNTYPED_HINT
+        } else {
+            ""
+        };
+        return Err(format!(
+            "the schema must be a JSON object, found {schema}{hint}"
+        ));
     };
     if object.get("type").and_then(Value::as_str) != Some("object") {
-        return Err("the schema's root must have \"type\": \"object\"".to_owned());
+        let untyped = object
+            .keys()
+            .all(|k| k == "$schema" || k == "title" || k == "description");
+        let hint = if untyped { UNTYPED_HINT } else { "" };
+        return Err(format!(
+            "the schema's root must have \"type\": \"object\"{hint}"
+        ));
     }
     jsonschema::meta::validate(schema).map_err(|error| error.to_string())?;
     jsonschema::validator_for(schema).map_err(|error| error.to_string())
@@ -123,6 +140,10 @@ impl Session {
                 path,
                 LoadErrorKind::NameConflict {
                     name: spec.name.clone(),
+                    existing: self
+                        .by_name
+                        .get(&spec.name)
+                        .map(|&i| Self::origin_path(self.tools[i].tool.as_ref())),
                 },
             ));
         }

@@ -1,5 +1,6 @@
 //! Test fixture: a tool whose name clashes with `fixture-multi`'s `echo`, one with a schema
-//! whose root is not an object, one with an unusable name, and one good tool.
+//! whose root is not an object, one with an unusable name, one whose `Params` is `Value` with
+//! no schema of its own, and one good tool.
 
 use xcsh_plugin_api::{
     export_plugin, json, AgentToolResult, CustomTool, CustomToolApi, PluginError, ToolContext,
@@ -38,6 +39,30 @@ impl CustomTool for Raw {
     }
 }
 
+/// `type Params = Value` and no `parameters_schema()`: its schema says nothing.
+struct Untyped;
+
+impl CustomTool for Untyped {
+    type Params = Value;
+    fn name(&self) -> &str {
+        "untyped"
+    }
+    fn label(&self) -> &str {
+        "Untyped"
+    }
+    fn description(&self) -> &str {
+        "A tool that forgot to describe its parameters"
+    }
+    async fn execute(
+        &self,
+        _id: String,
+        _params: Value,
+        _ctx: ToolContext,
+    ) -> Result<AgentToolResult, PluginError> {
+        Ok(AgentToolResult::text("untyped"))
+    }
+}
+
 fn factory(_api: &CustomToolApi) -> Result<ToolSet, PluginError> {
     let object = json!({"type": "object"});
     Ok(ToolSet::new()
@@ -60,7 +85,8 @@ fn factory(_api: &CustomToolApi) -> Result<ToolSet, PluginError> {
         .with(Raw {
             name: "good_tool",
             schema: object,
-        }))
+        })
+        .with(Untyped))
 }
 
 export_plugin!(factory);
