@@ -44,6 +44,95 @@ pub fn protocol_stdout() -> std::io::Result<std::fs::File> {
     Ok(protocol)
 }
 
+mod progress {
+    //! A tool's partial updates (`ctx.update`) as MCP `notifications/progress`, for a call
+    //! whose request carried a progress token. A chatty tool cannot flood the client: at most
+    //! one notification goes out per [`INTERVAL`]; updates in between are coalesced into the
+    //! newest, which goes out at the end of the interval (or when the call ends).
+
+    use std::time::Duration;
+
+    use rmcp::model::{ProgressNotificationParam, ProgressToken};
+    use rmcp::service::{Peer, RoleServer};
+    use tokio::sync::mpsc;
+    use tokio::task::JoinHandle;
+
+    use crate::tool::UpdateSink;
+
+    /// The shortest time between two progress notifications of one call.
+    pub const INTERVAL: Duration = Duration::from_millis(100);
+
+    /// Forwards one call's updates to the client.
+    pub(super) struct Forwarder {
+        updates: mpsc::UnboundedSender<Option<String>>,
+        task: JoinHandle<()>,
+    }
+
+    impl Forwarder {
+        pub(super) fn start(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
+            let (updates, mut received) = mpsc::unbounded_channel::<Option<String>>();
+            let task = tokio::spawn(async move {
+                let mut sent = 0u32;
+                let mut held: Option<String> = None;
+                let mut next_allowed = tokio::time::Instant::now();
+                loop {
+                    let update = if held.is_some() {
+                        tokio::select! {
+                            update = received.recv() => update,
+                            () = tokio::time::sleep_until(next_allowed) => {
+                                if let Some(message) = held.take() {
+                                    sent += 1;
+                                    send(&peer, &token, sent, message).await;
+                                    next_allowed = tokio::time::Instant::now() + INTERVAL;
+                                }
+                                continue;
+                            }
+                        }
+                    } else {
+                        received.recv().await
+                    };
+                    // `None`: the call is over (`finish`); a closed channel: the same.
+                    let Some(Some(message)) = update else { break };
+                    if tokio::time::Instant::now() >= next_allowed {
+                        sent += 1;
+                        send(&peer, &token, sent, message).await;
+                        next_allowed = tokio::time::Instant::now() + INTERVAL;
+                    } else {
+                        held = Some(message);
+                    }
+                }
+                if let Some(message) = held {
+                    send(&peer, &token, sent + 1, message).await;
+                }
+            });
+            Self { updates, task }
+        }
+
+        /// What the session calls with each partial result.
+        pub(super) fn sink(&self) -> UpdateSink {
+            let updates = self.updates.clone();
+            std::sync::Arc::new(move |partial: crate::AgentToolResult| {
+                let _ = updates.send(Some(partial.joined_text()));
+            })
+        }
+
+        /// The call is over: send what is held back, then stop. Updates a plugin sends later
+        /// (from a task that outlived its call) go nowhere.
+        pub(super) async fn finish(self) {
+            let _ = self.updates.send(None);
+            let _ = self.task.await;
+        }
+    }
+
+    async fn send(peer: &Peer<RoleServer>, token: &ProgressToken, n: u32, message: String) {
+        let mut param = ProgressNotificationParam::new(token.clone(), f64::from(n));
+        param.message = Some(message);
+        if let Err(error) = peer.notify_progress(param).await {
+            tracing::debug!(%error, "cannot send a progress notification");
+        }
+    }
+}
+
 /// `_meta` key: how many actions are pending after the call.
 pub const META_PENDING: &str = "xcsh/pending";
 /// `_meta` key: the tool choice that forces `resolve` (Anthropic's shape).
@@ -133,14 +222,19 @@ impl McpServer {
             return ToolOutcome::error(format!("Tool \"{name}\" not found"));
         }
         let cancel = CancelToken::new();
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| progress::Forwarder::start(context.peer.clone(), token));
         let options = CallOptions {
             tool_call_id: Some(format!("mcp_{}", context.id)),
             cancel: cancel.clone(),
+            updates: progress.as_ref().map(progress::Forwarder::sink),
             ..CallOptions::default()
         };
         let call = self.session.call_with(name, arguments, options);
         tokio::pin!(call);
-        tokio::select! {
+        let outcome = tokio::select! {
             outcome = &mut call => outcome,
             () = context.ct.cancelled() => {
                 tracing::info!(tool = name, id = %context.id, "call cancelled by the client");
@@ -151,7 +245,12 @@ impl McpServer {
                 tracing::info!(tool = name, id = %context.id, "cancelled call ended");
                 outcome
             }
+        };
+        if let Some(progress) = progress {
+            // The last update the rate limit held back goes out before the result.
+            progress.finish().await;
         }
+        outcome
     }
 
     /// The MCP result for an outcome, with the pending-action steering (`_meta` keys above, reminder last).

@@ -275,6 +275,7 @@ fn default_dirs_are_searched_only_when_asked_and_explicit_paths_come_first() {
         [
             "batch_rename_preview",
             "tokio_io",
+            "progress_steps",
             "echo",
             "note_preview",
             "stack_preview",

@@ -1,12 +1,13 @@
 //! Test fixture: `execute` uses tokio timers, files, processes and tasks, with no runtime
-//! set up by the author. The plugin API provides one.
+//! set up by the author. The plugin API provides one. `progress_steps` reports partial
+//! results with `ctx.update` as fast as asked (the progress tests).
 
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use xcsh_plugin_api::{
-    export_plugin, AgentToolResult, CustomTool, CustomToolApi, PluginError, ToolContext,
+    export_plugin, AgentToolResult, CustomTool, CustomToolApi, PluginError, ToolContext, ToolSet,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -59,9 +60,49 @@ impl CustomTool for TokioIo {
     }
 }
 
-fn factory(api: &CustomToolApi) -> Result<TokioIo, PluginError> {
+#[derive(Deserialize, JsonSchema)]
+struct StepsParams {
+    /// How many partial results to report.
+    steps: u32,
+    /// Milliseconds to wait after each.
+    pause_ms: u64,
+}
+
+struct ProgressSteps;
+
+impl CustomTool for ProgressSteps {
+    type Params = StepsParams;
+    fn name(&self) -> &str {
+        "progress_steps"
+    }
+    fn label(&self) -> &str {
+        "Progress Steps"
+    }
+    fn description(&self) -> &str {
+        "Reports `steps` partial results, pausing after each"
+    }
+    async fn execute(
+        &self,
+        _id: String,
+        params: StepsParams,
+        ctx: ToolContext,
+    ) -> Result<AgentToolResult, PluginError> {
+        for step in 1..=params.steps {
+            ctx.update(AgentToolResult::text(format!(
+                "step {step} of {}",
+                params.steps
+            )));
+            tokio::time::sleep(Duration::from_millis(params.pause_ms)).await;
+        }
+        Ok(AgentToolResult::text(format!("did {} steps", params.steps)))
+    }
+}
+
+fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
     api.logger().info("fixture-tokio loaded");
-    Ok(TokioIo { api: api.clone() })
+    Ok(ToolSet::new()
+        .with(TokioIo { api: api.clone() })
+        .with(ProgressSteps))
 }
 
 export_plugin!(factory);
