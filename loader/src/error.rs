@@ -33,18 +33,21 @@ pub enum LoadError {
         /// The file.
         path: PathBuf,
     },
-    /// Built against an incompatible `xcsh-plugin-api`.
+    /// Built against an `xcsh-plugin-api` this host does not support (SPEC 3), or without
+    /// the version marker (0.1). Found in the file before it is loaded: nothing of it ran.
     #[error(
-        "{}: built against xcsh-plugin-api {found}, but this host uses {expected}; rebuild the plugin against xcsh-plugin-api {expected}",
+        "refusing to load {}: built against xcsh-plugin-api {found}, this host supports {oldest} to {host}",
         path.display()
     )]
     IncompatibleVersion {
         /// The file.
         path: PathBuf,
-        /// The host's version.
-        expected: String,
-        /// The plugin's version.
+        /// The plugin's version (for a library without a marker, a description of that).
         found: String,
+        /// The oldest version this host supports.
+        oldest: String,
+        /// The host's own version.
+        host: String,
     },
     /// The root module's layout or the abi_stable version differs.
     #[error("{}: incompatible plugin ABI: {cause}", path.display())]
@@ -147,8 +150,19 @@ impl LoadError {
 
     /// The message without the leading path (for reports that already show the file).
     pub fn cause(&self) -> String {
-        if let LoadError::Unsafe { cause, .. } = self {
-            return format!("refusing to load: {cause}");
+        match self {
+            LoadError::Unsafe { cause, .. } => return format!("refusing to load: {cause}"),
+            LoadError::IncompatibleVersion {
+                found,
+                oldest,
+                host,
+                ..
+            } => {
+                return format!(
+                    "refusing to load: built against xcsh-plugin-api {found}, this host supports {oldest} to {host}"
+                )
+            }
+            _ => {}
         }
         let full = self.to_string();
         let prefix = format!("{}: ", self.path().display());

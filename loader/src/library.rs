@@ -7,6 +7,10 @@
 //! in-memory copy (a private copy where that is not available; see the `sys` module), so
 //! replacing or rewriting the file after the check has no effect.
 //!
+//! Before anything is mapped, the file's version marker must name an `xcsh-plugin-api` this
+//! host supports (SPEC 3; see `plugin-api/ABI.md`); abi_stable's layout check then runs on the
+//! root module, where prefix types let an older plugin's vtables be shorter than the host's.
+//!
 //! Each file gets its own check through `init_root_module` on its own header: abi_stable's
 //! `RootModule::load_from_*` caches a single module per root-module type, which would make
 //! every plugin after the first silently resolve to the first one.
@@ -21,9 +25,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use abi_stable::library::{LibraryError, RootModule};
-use xcsh_plugin_api::ffi::PluginModuleRef;
+use abi_stable::library::LibraryError;
+use xcsh_plugin_api::ffi::{ApiVersion, PluginModuleRef};
 
+use crate::preflight::ApiMarker;
 use crate::safety::{read_plugin_stamped, FileStamp, Refusal};
 use crate::sys::{load_bytes, LoadFailure};
 use crate::trust::sha256_hex;
@@ -97,7 +102,7 @@ impl CheckedFile {
 #[derive(Clone, Copy)]
 pub struct PluginLibrary {
     module: PluginModuleRef,
-    api_version: &'static str,
+    api_version: ApiVersion,
 }
 
 impl std::fmt::Debug for PluginLibrary {
@@ -111,8 +116,9 @@ impl PluginLibrary {
         self.module
     }
 
-    /// The `xcsh-plugin-api` version the library was built against.
-    pub fn api_version(&self) -> &'static str {
+    /// The `xcsh-plugin-api` version the library was built against (from its version
+    /// marker).
+    pub fn api_version(&self) -> ApiVersion {
         self.api_version
     }
 }
@@ -130,7 +136,44 @@ fn cache() -> &'static Mutex<HashMap<PathBuf, Cached>> {
 
 /// The `xcsh-plugin-api` version this host was built with.
 pub fn host_api_version() -> String {
-    PluginModuleRef::VERSION_STRINGS.version.to_string()
+    xcsh_plugin_api::API_VERSION.to_owned()
+}
+
+/// The oldest `xcsh-plugin-api` version this host loads.
+pub fn oldest_supported_api_version() -> String {
+    xcsh_plugin_api::OLDEST_SUPPORTED_API_VERSION.to_owned()
+}
+
+/// The version policy of SPEC 3, applied to the marker read from the file (before `dlopen`):
+/// the plugin's version when this host supports it, the refusal otherwise.
+fn check_api_version(path: &Path, bytes: &[u8]) -> Result<ApiVersion, LoadError> {
+    let refuse = |found: String| LoadError::IncompatibleVersion {
+        path: path.to_owned(),
+        found,
+        oldest: oldest_supported_api_version(),
+        host: host_api_version(),
+    };
+    let text = match crate::preflight::read_api_marker(bytes) {
+        ApiMarker::Version(text) => text,
+        ApiMarker::Unmarked => return Err(refuse("0.1 or older (no version marker)".to_owned())),
+        ApiMarker::NoRootModule => {
+            return Err(LoadError::NoRootModule {
+                path: path.to_owned(),
+            })
+        }
+    };
+    // Both of this host's versions are compile-time constants checked by xcsh-plugin-api's
+    // tests; a plugin's marker is data and may be anything.
+    let (Some(host), Some(oldest)) = (
+        ApiVersion::parse(xcsh_plugin_api::API_VERSION),
+        ApiVersion::parse(xcsh_plugin_api::OLDEST_SUPPORTED_API_VERSION),
+    ) else {
+        return Err(refuse(text));
+    };
+    match ApiVersion::parse(&text) {
+        Some(version) if version.is_supported_by(oldest, host) => Ok(version),
+        _ => Err(refuse(text)),
+    }
 }
 
 /// Check, read and load the library at `path`: [`CheckedFile::read`], then [`load_checked`].
@@ -161,13 +204,14 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
             cause,
         }
     })?;
+    let api_version = check_api_version(path, file.bytes())?;
     let outcome = match load_bytes(path, file.bytes()) {
         Ok(mapped) => mapped
             .header
             .init_root_module::<PluginModuleRef>()
             .map(|module| PluginLibrary {
                 module,
-                api_version: mapped.header.version_strings().version.as_str(),
+                api_version,
             })
             .map_err(|error| classify(path, None, error)),
         Err(LoadFailure::Copy(error)) => {
@@ -213,14 +257,17 @@ fn classify(path: &Path, loaded_at: Option<&Path>, error: LibraryError) -> LoadE
             cause: text(err.to_string()),
         },
         LibraryError::GetSymbolError { .. } => LoadError::NoRootModule { path },
+        // abi_stable's own check compares the ABI crate's versions (same major); the marker
+        // passed, so only a hand-made library gets here.
         LibraryError::IncompatibleVersionNumber {
             expected_version,
             actual_version,
             ..
-        } => LoadError::IncompatibleVersion {
+        } => LoadError::IncompatibleAbi {
             path,
-            expected: expected_version.to_string(),
-            found: actual_version.to_string(),
+            cause: format!(
+                "built against xcsh-plugin-abi {actual_version}, this host uses {expected_version}"
+            ),
         },
         LibraryError::RootModule { err, .. } => LoadError::Factory {
             path,

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::RString;
+use abi_stable::std_types::{RStr, RString};
 use async_ffi::FfiFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -195,25 +195,38 @@ trait IntoToolDef {
 
 impl<T: CustomTool> IntoToolDef for T {
     fn into_def(self: Box<Self>) -> FfiToolDef {
-        FfiToolDef {
-            name: self.name().into(),
-            label: self.label().into(),
-            description: self.description().into(),
-            parameters_json: self.parameters_schema().to_string().into(),
+        let definition = Definition {
+            name: self.name().to_owned(),
+            label: self.label().to_owned(),
+            description: self.description().to_owned(),
+            parameters_json: self.parameters_schema().to_string(),
             hidden: self.hidden(),
             deferrable: self.deferrable(),
-            tool: ToolFfi_TO::from_value(
-                ToolAdapter {
-                    tool: Some(Arc::<T>::from(self)),
-                },
-                TD_Opaque,
-            ),
-        }
+        };
+        ToolFfi_TO::from_value(
+            ToolAdapter {
+                definition,
+                tool: Some(Arc::<T>::from(self)),
+            },
+            TD_Opaque,
+        )
     }
 }
 
-/// The plugin-side vtable of a tool: parses arguments and runs `execute` behind the guard.
+/// A tool's definition, read once from the author's tool when the factory returns.
+struct Definition {
+    name: String,
+    label: String,
+    description: String,
+    parameters_json: String,
+    hidden: bool,
+    deferrable: bool,
+}
+
+/// The plugin-side vtable of a tool: answers its definition, parses arguments and runs
+/// `execute` behind the guard.
 struct ToolAdapter<T> {
+    definition: Definition,
     /// `None` only while being dropped.
     tool: Option<Arc<T>>,
 }
@@ -229,6 +242,30 @@ impl<T> Drop for ToolAdapter<T> {
 }
 
 impl<T: CustomTool> ToolFfi for ToolAdapter<T> {
+    fn name(&self) -> RStr<'_> {
+        self.definition.name.as_str().into()
+    }
+
+    fn label(&self) -> RStr<'_> {
+        self.definition.label.as_str().into()
+    }
+
+    fn description(&self) -> RStr<'_> {
+        self.definition.description.as_str().into()
+    }
+
+    fn parameters_json(&self) -> RStr<'_> {
+        self.definition.parameters_json.as_str().into()
+    }
+
+    fn hidden(&self) -> bool {
+        self.definition.hidden
+    }
+
+    fn deferrable(&self) -> bool {
+        self.definition.deferrable
+    }
+
     fn execute(
         &self,
         tool_call_id: RString,

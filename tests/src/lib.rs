@@ -20,6 +20,7 @@ pub const PLUGIN_PACKAGES: &[&str] = &[
     "fixture-faults",
     "fixture-tokio",
     "fixture-incompatible",
+    "fixture-legacy",
     "fixture-noroot",
     "fixture-factory-panic",
     "fixture-bad-tools",

@@ -46,7 +46,24 @@ pub fn run(host: &HostOptions) -> ExitCode {
             .iter()
             .map(|e| json!({"path": e.path().display().to_string(), "message": e.cause()}))
             .collect();
-        print_json(&json!({"tools": tools, "errors": errors, "untrusted": untrusted}));
+        let plugins: Vec<_> = session
+            .plugins()
+            .iter()
+            .map(|plugin| {
+                let version = plugin.api_version.to_string();
+                json!({
+                    "path": plugin.path.display().to_string(),
+                    "apiVersion": version,
+                    "capabilities": xcsh_plugin_api::capabilities_of(&version),
+                })
+            })
+            .collect();
+        print_json(&json!({
+            "tools": tools,
+            "plugins": plugins,
+            "errors": errors,
+            "untrusted": untrusted,
+        }));
     } else {
         let specs = session.tools();
         if specs.is_empty() {
