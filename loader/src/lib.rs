@@ -58,5 +58,7 @@ pub use resolve::{NO_PENDING_ACTION, RESOLVE_TOOL_NAME};
 pub use session::{CallOptions, LoadedPlugin, Session, SessionBuilder, ToolOutcome};
 pub use steering::{Provider, SteeringMessage, ToolChoice, RESOLVE_REMINDER};
 pub use store::{PendingAction, PendingActionStore, PendingSummary, PushSubscription};
-pub use tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec, UpdateSink};
+pub use tool::{
+    CallContext, CancelToken, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec, UpdateSink,
+};
 pub use xcsh_plugin_api::{AgentToolResult, Content};

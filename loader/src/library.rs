@@ -25,7 +25,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use abi_stable::library::LibraryError;
+use abi_stable::abi_stability::abi_checking::check_layout_compatibility;
+use abi_stable::library::{LibHeader, LibraryError};
+use abi_stable::std_types::RBoxError;
+use abi_stable::StableAbi;
 use xcsh_plugin_api::ffi::{ApiVersion, PluginModuleRef};
 
 use crate::preflight::ApiMarker;
@@ -206,9 +209,7 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
     })?;
     let api_version = check_api_version(path, file.bytes())?;
     let outcome = match load_bytes(path, file.bytes()) {
-        Ok(mapped) => mapped
-            .header
-            .init_root_module::<PluginModuleRef>()
+        Ok(mapped) => init_root_module(mapped.header)
             .map(|module| PluginLibrary {
                 module,
                 api_version,
@@ -238,6 +239,37 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
         },
     );
     outcome
+}
+
+/// Check the root module's layout and initialise it, letting the plugin be *older* than the
+/// host.
+///
+/// abi_stable's `init_root_module` treats the host's layout as the interface and the library's
+/// as the implementation, and its prefix-type rule lets the implementation's vtables and
+/// modules have more fields than the interface's, never fewer: a newer library in an older
+/// host. Our version policy is the other way round (a 0.3 host loads 0.2 plugins; newer
+/// plugins were refused from their marker already), so the check runs with the plugin's layout
+/// as the interface and the host's as the implementation that grew. Every type must still
+/// match field for field where both have it; only trailing prefix-type fields may be missing
+/// on the plugin's side, and the host reads those through accessors that answer `None` (see
+/// `plugin-api/ABI.md`). abi_stable's own version check on the ABI crate (same major) still
+/// runs.
+fn init_root_module(header: &'static LibHeader) -> Result<PluginModuleRef, LibraryError> {
+    let Some(plugin_layout) = header.layout() else {
+        return Err(LibraryError::AbiInstability(RBoxError::from_fmt(
+            &"the root module was exported without its layout, so it cannot be checked",
+        )));
+    };
+    check_layout_compatibility(plugin_layout, <PluginModuleRef as StableAbi>::LAYOUT)
+        .map_err(|errors| LibraryError::AbiInstability(RBoxError::from_fmt(&errors)))?;
+    // SAFETY: `init_root_module_with_unchecked_layout` requires `PluginModuleRef` to have the
+    // layout of the library's root module. The check above proved that every type reachable
+    // from the plugin's root module matches the host's field for field, except trailing
+    // fields of prefix types (the root module and the vtables) that the host has and the
+    // plugin lacks. Those are never read directly: prefix-type accessors check the field
+    // against the instance's own field count (stored beside it by abi_stable) and answer
+    // `None`, and sabi_trait calls run the method's default body instead.
+    unsafe { header.init_root_module_with_unchecked_layout::<PluginModuleRef>() }
 }
 
 /// Map abi_stable's error to ours. Messages name the original file, never the

@@ -18,7 +18,7 @@ use xcsh_plugin_api::AgentToolResult;
 
 use crate::library::PluginLibrary;
 use crate::store::{BoxFuture, PendingAction, PendingActionStore};
-use crate::tool::{CallContext, Tool, ToolError, ToolOrigin, ToolSpec, UpdateSink};
+use crate::tool::{CallContext, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec, UpdateSink};
 use crate::LoadError;
 
 /// The exact error a push gets when the runtime has no store (SPEC 3).
@@ -191,6 +191,18 @@ fn plugin_tool(def: FfiToolDef, path: &Path) -> PluginTool {
             parameters,
             hidden: def.hidden(),
             deferrable: def.deferrable(),
+            // Absent (all `None`) for a plugin built before xcsh-plugin-api 0.3: its vtable
+            // has no `annotations`, and the call answers the method's default, `RNone`.
+            hints: def
+                .annotations()
+                .into_option()
+                .map(|a| ToolHints {
+                    read_only: a.read_only.get(),
+                    destructive: a.destructive.get(),
+                    idempotent: a.idempotent.get(),
+                    open_world: a.open_world.get(),
+                })
+                .unwrap_or_default(),
             origin: ToolOrigin::Plugin(path.to_owned()),
         },
         tool: def,

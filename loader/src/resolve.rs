@@ -9,7 +9,7 @@ use xcsh_plugin_api::{AgentToolResult, Content};
 
 use crate::session::{bounded, Interrupted, ToolOutcome};
 use crate::store::PendingActionStore;
-use crate::tool::{CancelToken, ToolOrigin, ToolSpec};
+use crate::tool::{CancelToken, ToolHints, ToolOrigin, ToolSpec};
 
 /// The tool's name.
 pub const RESOLVE_TOOL_NAME: &str = "resolve";
@@ -37,6 +37,13 @@ pub fn resolve_spec() -> ToolSpec {
         }),
         hidden: true,
         deferrable: false,
+        // It applies or discards: destructive, and never the same twice.
+        hints: ToolHints {
+            read_only: Some(false),
+            destructive: Some(true),
+            idempotent: Some(false),
+            open_world: Some(false),
+        },
         origin: ToolOrigin::Builtin,
     }
 }

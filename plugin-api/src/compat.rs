@@ -42,6 +42,11 @@ pub const CAPABILITIES: &[Capability] = &[
         since: "0.2.0",
         description: "pending actions with label, details, source tool, apply and reject",
     },
+    Capability {
+        name: "tool-annotations",
+        since: "0.3.0",
+        description: "tool behaviour hints (read-only, destructive, idempotent, open-world), carried to MCP annotations",
+    },
 ];
 
 /// The capabilities a plugin built against `version` has (empty for a version this crate

@@ -5,13 +5,15 @@ use std::future::Future;
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RStr, RString};
+use abi_stable::std_types::{ROption, RStr, RString};
 use async_ffi::FfiFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::ffi::{FfiOutcome, FfiToolDef, FfiToolResult, ToolContextBox, ToolFfi, ToolFfi_TO};
+use crate::ffi::{
+    FfiOutcome, FfiToolAnnotations, FfiToolDef, FfiToolResult, ToolContextBox, ToolFfi, ToolFfi_TO,
+};
 use crate::guard::{drop_quietly, guard};
 use crate::{AgentToolResult, PluginError};
 
@@ -76,6 +78,31 @@ pub trait CustomTool: Send + Sync + 'static {
     /// Deferrable tools push pending actions; their presence registers `resolve`.
     fn deferrable(&self) -> bool {
         false
+    }
+
+    /// Hint: the tool does not modify its environment (MCP `readOnlyHint`). `None` says
+    /// nothing. A deferrable tool's preview only previews, so by default it is read-only.
+    fn read_only(&self) -> Option<bool> {
+        self.deferrable().then_some(true)
+    }
+
+    /// Hint: the tool may destroy or overwrite data (MCP `destructiveHint`; meaningful when
+    /// not read-only). A deferrable tool's preview is not destructive by default: the change
+    /// happens in `resolve`, which is annotated destructive.
+    fn destructive(&self) -> Option<bool> {
+        self.deferrable().then_some(false)
+    }
+
+    /// Hint: calling again with the same arguments has no further effect (MCP
+    /// `idempotentHint`). `None` by default.
+    fn idempotent(&self) -> Option<bool> {
+        None
+    }
+
+    /// Hint: the tool reaches an open world of external entities, such as the web (MCP
+    /// `openWorldHint`). `None` by default.
+    fn open_world(&self) -> Option<bool> {
+        None
     }
 
     /// Run the tool. Dropping the returned future cancels the call.
@@ -202,6 +229,12 @@ impl<T: CustomTool> IntoToolDef for T {
             parameters_json: self.parameters_schema().to_string(),
             hidden: self.hidden(),
             deferrable: self.deferrable(),
+            annotations: FfiToolAnnotations {
+                read_only: self.read_only().into(),
+                destructive: self.destructive().into(),
+                idempotent: self.idempotent().into(),
+                open_world: self.open_world().into(),
+            },
         };
         ToolFfi_TO::from_value(
             ToolAdapter {
@@ -221,6 +254,7 @@ struct Definition {
     parameters_json: String,
     hidden: bool,
     deferrable: bool,
+    annotations: FfiToolAnnotations,
 }
 
 /// The plugin-side vtable of a tool: answers its definition, parses arguments and runs
@@ -264,6 +298,10 @@ impl<T: CustomTool> ToolFfi for ToolAdapter<T> {
 
     fn deferrable(&self) -> bool {
         self.definition.deferrable
+    }
+
+    fn annotations(&self) -> ROption<FfiToolAnnotations> {
+        ROption::RSome(self.definition.annotations)
     }
 
     fn execute(

@@ -23,7 +23,7 @@ use serde_json::Value;
 use xcsh_plugin_api::AgentToolResult;
 
 use crate::store::{BoxFuture, PendingAction};
-use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec};
+use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec};
 use crate::STORE_UNAVAILABLE;
 
 pub use params::{AstEditParams, RewriteOp};
@@ -80,6 +80,7 @@ impl AstEditTool {
                 parameters: xcsh_plugin_api::schema_of::<AstEditParams>(),
                 hidden: false,
                 deferrable: true,
+                hints: ToolHints::PREVIEW,
                 origin: ToolOrigin::Builtin,
             },
         }

@@ -27,6 +27,8 @@
 //!   `last_prefix_field` method and **must have a default body**: when the object comes from an
 //!   older library whose vtable lacks it, the default runs instead (abi_stable generates that
 //!   fallback).
+//! - New in ABI 1.1 (`xcsh-plugin-api` 0.3): [`ToolFfi::annotations`], the tool's
+//!   behaviour hints ([`FfiToolAnnotations`]); `RNone` from a 0.2 plugin.
 //! - Enums are integers in a `#[repr(transparent)]` wrapper with associated constants
 //!   ([`FfiContentKind`], [`FfiLogLevel`]): a host meeting a value it does not know sees the
 //!   raw number (`known()` returns `None`) instead of misreading it.
@@ -175,6 +177,56 @@ pub trait ToolContextFfi: Send + Sync {
 /// An owned tool-call context object.
 pub type ToolContextBox = ToolContextFfi_TO<'static, RBox<()>>;
 
+/// A tri-state hint: unset, `false` or `true`; an open set of integers like [`FfiContentKind`]
+/// (a value this build does not know reads as unset).
+#[repr(transparent)]
+#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FfiHint(pub u8);
+
+impl FfiHint {
+    /// The tool says nothing.
+    pub const UNSET: Self = Self(0);
+    /// The hint is false.
+    pub const NO: Self = Self(1);
+    /// The hint is true.
+    pub const YES: Self = Self(2);
+
+    /// The hint as an `Option<bool>`.
+    pub fn get(self) -> Option<bool> {
+        match self {
+            Self::NO => Some(false),
+            Self::YES => Some(true),
+            _ => None,
+        }
+    }
+}
+
+impl From<Option<bool>> for FfiHint {
+    fn from(hint: Option<bool>) -> Self {
+        match hint {
+            None => Self::UNSET,
+            Some(false) => Self::NO,
+            Some(true) => Self::YES,
+        }
+    }
+}
+
+/// A tool's behaviour hints, as MCP's tool annotations name them (since ABI 1.1,
+/// `xcsh-plugin-api` 0.3). A frozen value type: these four are MCP's, and a further hint would
+/// be a further [`ToolFfi`] method.
+#[repr(C)]
+#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FfiToolAnnotations {
+    /// The tool does not modify its environment.
+    pub read_only: FfiHint,
+    /// The tool may perform destructive updates (meaningful when not read-only).
+    pub destructive: FfiHint,
+    /// Calling it again with the same arguments has no further effect.
+    pub idempotent: FfiHint,
+    /// The tool interacts with an open world of external entities.
+    pub open_world: FfiHint,
+}
+
 /// A tool: its definition and its behaviour. Implemented by the plugin.
 ///
 /// The definition is read through methods rather than struct fields so that it is owned by
@@ -203,6 +255,14 @@ pub trait ToolFfi: Send + Sync {
         params_json: RString,
         ctx: ToolContextBox,
     ) -> FfiFuture<FfiOutcome>;
+
+    // ---- Added in ABI 1.1 (xcsh-plugin-api 0.3). Every method below needs a default body. ----
+
+    /// The tool's behaviour hints. `RNone` when the plugin predates them (the default body
+    /// runs when an older plugin's vtable has no such method).
+    fn annotations(&self) -> ROption<FfiToolAnnotations> {
+        ROption::RNone
+    }
 }
 
 /// A tool's definition and behaviour as it crosses the boundary (an owned [`ToolFfi`] object).
@@ -264,6 +324,14 @@ mod tests {
             super::ROOT_MODULE_SYMBOL,
             abi_stable::library::ROOT_MODULE_LOADER_NAME
         );
+    }
+
+    #[test]
+    fn hints_round_trip_and_unknown_values_read_as_unset() {
+        for hint in [None, Some(false), Some(true)] {
+            assert_eq!(super::FfiHint::from(hint).get(), hint);
+        }
+        assert_eq!(super::FfiHint(9).get(), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use xcsh_loader::library::{host_api_version, oldest_supported_api_version};
 use xcsh_loader::render::sanitize;
 use xcsh_loader::{Session, ToolOrigin};
 
-use crate::output::print_json;
+use crate::output::{hints_json, print_json};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -73,6 +73,7 @@ fn check_file(file: PathBuf, cwd: &std::path::Path) -> Report {
             "label": spec.label,
             "hidden": spec.hidden,
             "deferrable": spec.deferrable,
+            "annotations": hints_json(&spec.hints),
         }));
     }
     if report.tools.is_empty() && report.problems.is_empty() {

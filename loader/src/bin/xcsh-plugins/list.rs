@@ -9,7 +9,7 @@ use xcsh_loader::render::sanitize;
 use xcsh_loader::trust::trust_command;
 use xcsh_loader::LoadError;
 
-use crate::output::print_json;
+use crate::output::{hints_json, print_json};
 use crate::HostOptions;
 
 pub fn run(host: &HostOptions) -> ExitCode {
@@ -27,6 +27,7 @@ pub fn run(host: &HostOptions) -> ExitCode {
                     "origin": spec.origin.to_string(),
                     "hidden": spec.hidden,
                     "deferrable": spec.deferrable,
+                    "annotations": hints_json(&spec.hints),
                     "parameters": spec.parameters,
                 })
             })
