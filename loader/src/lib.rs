@@ -70,7 +70,7 @@ pub use session::{LoadedPlugin, Session, SessionBuilder};
 pub use steering::{Provider, SteeringMessage, ToolChoice};
 pub use store::{PendingAction, PendingActionStore, PendingSummary, PushSubscription};
 pub use tool::{
-    CallContext, CallOptions, CancelToken, Tool, ToolError, ToolOrigin, ToolOutcome, ToolSpec,
-    UpdateSink,
+    CallContext, CallOptions, CancelToken, Tool, ToolError, ToolHints, ToolOrigin, ToolOutcome,
+    ToolSpec, UpdateSink,
 };
 pub use xcsh_plugin_api::{AgentToolResult, Content, PluginError};

@@ -288,7 +288,10 @@ impl McpServer {
 }
 
 /// A tool as MCP lists it: the parameter schema as `inputSchema`, the label as `title`, and
-/// the destructive hint for `resolve` (it applies) and deferrable tools (they only preview).
+/// the tool's hints as `annotations`. Whatever the tool says, `resolve` is destructive (it
+/// applies) and a deferrable tool is not (it only previews; SPEC 7). A hint the tool does not
+/// give, as none from a plugin built before `xcsh-plugin-api` 0.3, is left out, and MCP
+/// clients fall back to the protocol's defaults.
 fn mcp_tool(spec: &ToolSpec) -> Tool {
     // The session only registers tools whose schema is an object.
     let schema = spec.parameters.as_object().cloned().unwrap_or_default();
@@ -300,10 +303,14 @@ fn mcp_tool(spec: &ToolSpec) -> Tool {
     .with_title(spec.label.clone());
     // The title again in the annotations, where clients of protocol 2025-03-26 look for it.
     let mut annotations = ToolAnnotations::with_title(spec.label.clone());
+    annotations.read_only_hint = spec.hints.read_only;
+    annotations.destructive_hint = spec.hints.destructive;
+    annotations.idempotent_hint = spec.hints.idempotent;
+    annotations.open_world_hint = spec.hints.open_world;
     if spec.name == RESOLVE_TOOL_NAME {
-        annotations = annotations.destructive(true);
+        annotations.destructive_hint = Some(true);
     } else if spec.deferrable {
-        annotations = annotations.destructive(false);
+        annotations.destructive_hint = Some(false);
     }
     tool.annotate(annotations)
 }

@@ -84,21 +84,21 @@ impl Logger {
 
     /// Log fine-grained diagnostics.
     pub fn debug(&self, message: impl Into<String>) {
-        self.log(FfiLogLevel::Debug, message);
+        self.log(FfiLogLevel::DEBUG, message);
     }
 
     /// Log normal progress.
     pub fn info(&self, message: impl Into<String>) {
-        self.log(FfiLogLevel::Info, message);
+        self.log(FfiLogLevel::INFO, message);
     }
 
     /// Log something that looks wrong.
     pub fn warn(&self, message: impl Into<String>) {
-        self.log(FfiLogLevel::Warn, message);
+        self.log(FfiLogLevel::WARN, message);
     }
 
     /// Log a failure.
     pub fn error(&self, message: impl Into<String>) {
-        self.log(FfiLogLevel::Error, message);
+        self.log(FfiLogLevel::ERROR, message);
     }
 }

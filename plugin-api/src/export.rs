@@ -1,13 +1,17 @@
 //! The glue behind [`crate::export_plugin!`]: turns an author's factory function into the
-//! library's root module. Hidden from the docs; only the macro uses it.
+//! library's root module and version marker. Hidden from the docs; only the macro uses it.
 
 use abi_stable::library::{CheckTypeLayout, LibHeader, RootModuleResult};
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::std_types::{RResult, RString, RVec};
 
-use crate::ffi::{FfiToolDef, HostApiBox, PluginModule, PluginModuleRef};
+use crate::ffi::VersionMarker;
+use crate::ffi::{version_marker, FfiToolDef, HostApiBox, PluginModule, PluginModuleRef};
 use crate::guard::{catch, install_panic_hook};
 use crate::{CustomToolApi, PluginError, ToolSet};
+
+/// The version marker every plugin exports: this crate's version, as plain bytes.
+pub const VERSION_MARKER: VersionMarker = version_marker(crate::API_VERSION);
 
 /// Implemented by the zero-sized type [`crate::export_plugin!`] generates around the factory.
 pub trait PluginFactory {

@@ -65,16 +65,25 @@
 #![warn(missing_docs)]
 
 mod api;
+mod compat;
 mod error;
 #[doc(hidden)]
 pub mod export;
-pub mod ffi;
 mod guard;
 mod pending;
 mod result;
 mod tool;
 
+/// The stable ABI underneath this crate: the `xcsh-plugin-abi` crate, re-exported. Tool
+/// authors never need it; hosts implement its host-side traits. See `ABI.md` for how it grows.
+pub mod ffi {
+    pub use xcsh_plugin_abi::*;
+}
+
 pub use api::{CustomToolApi, Logger};
+pub use compat::{
+    capabilities_of, Capability, API_VERSION, CAPABILITIES, OLDEST_SUPPORTED_API_VERSION,
+};
 pub use error::PluginError;
 pub use pending::{CustomToolPendingAction, DEFAULT_SOURCE_TOOL_NAME};
 pub use result::{AgentToolResult, Content};
@@ -84,14 +93,11 @@ pub use schemars::{self, JsonSchema};
 pub use serde::{self, Deserialize};
 pub use serde_json::{self, json, Value};
 
-/// The version of this crate a plugin was built against; the host refuses a plugin whose
-/// version is incompatible with its own (same major, and for 0.x the same minor).
-pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
-
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::export::{into_tool_set, lib_header, PluginFactory};
+    pub use crate::export::{into_tool_set, lib_header, PluginFactory, VERSION_MARKER};
     pub use abi_stable::library::LibHeader;
+    pub use xcsh_plugin_abi::VersionMarker;
 }
 
 /// Declare a parameter struct that derives `Deserialize` and `JsonSchema` through this crate's
@@ -144,6 +150,14 @@ macro_rules! export_plugin {
                 $crate::__private::into_tool_set($factory(api))
             }
         }
+
+        /// The `xcsh-plugin-api` version this library was built against, as plain bytes the
+        /// host reads from the file before loading it (`xcsh_plugin_api::ffi::VERSION_MARKER_SYMBOL`).
+        #[doc(hidden)]
+        #[export_name = "xcsh_plugin_api_version"]
+        #[used]
+        pub static __XCSH_PLUGIN_API_VERSION: $crate::__private::VersionMarker =
+            $crate::__private::VERSION_MARKER;
 
         /// The abi_stable root-module header the host looks up by this exact symbol name
         /// (`xcsh_plugin_api::ffi::ROOT_MODULE_SYMBOL`).

@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::sync::Mutex;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{ROption, RString};
+use abi_stable::std_types::{ROption, RStr, RString};
 use async_ffi::FfiFuture;
 use serde_json::Value;
 
@@ -115,23 +115,21 @@ impl CustomToolPendingAction {
 
     pub(crate) fn into_ffi(self) -> FfiPendingAction {
         let callbacks = Callbacks {
+            label: self.label,
+            details_json: self.details.map(|details| details.to_string()),
+            source_tool_name: self.source_tool_name,
             apply: Mutex::new(Some(self.apply)),
             reject: Mutex::new(self.reject),
         };
-        FfiPendingAction {
-            label: self.label.into(),
-            details_json: match self.details {
-                Some(details) => ROption::RSome(details.to_string().into()),
-                None => ROption::RNone,
-            },
-            source_tool_name: self.source_tool_name.into(),
-            callbacks: PendingActionFfi_TO::from_value(callbacks, TD_Opaque),
-        }
+        PendingActionFfi_TO::from_value(callbacks, TD_Opaque)
     }
 }
 
-/// The plugin-side half of a pending action's vtable.
+/// The plugin-side half of a pending action's vtable: its description and callbacks.
 struct Callbacks {
+    label: String,
+    details_json: Option<String>,
+    source_tool_name: String,
     apply: Mutex<Option<ApplyFn>>,
     reject: Mutex<Option<RejectFn>>,
 }
@@ -161,6 +159,18 @@ fn already_resolved<T: 'static>() -> FfiFuture<abi_stable::std_types::RResult<T,
 }
 
 impl PendingActionFfi for Callbacks {
+    fn label(&self) -> RStr<'_> {
+        self.label.as_str().into()
+    }
+
+    fn details_json(&self) -> ROption<RString> {
+        self.details_json.as_deref().map(RString::from).into()
+    }
+
+    fn source_tool_name(&self) -> RStr<'_> {
+        self.source_tool_name.as_str().into()
+    }
+
     fn apply(&self, reason: RString) -> FfiFuture<FfiOutcome> {
         let Some(apply) = take(&self.apply) else {
             return already_resolved();

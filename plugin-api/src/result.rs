@@ -8,7 +8,7 @@ use abi_stable::std_types::{ROption, RString};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ffi::{details_from_json, FfiContent, FfiContentKind, FfiToolResult};
+use crate::ffi::{details_from_json, FfiContent, FfiContentKind, FfiToolResult, KnownContentKind};
 
 /// One block of a tool result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,12 +87,12 @@ impl From<AgentToolResult> for FfiToolResult {
             .into_iter()
             .map(|block| match block {
                 Content::Text { text } => FfiContent {
-                    kind: FfiContentKind::Text,
+                    kind: FfiContentKind::TEXT,
                     text: text.into(),
                     mime_type: RString::new(),
                 },
                 Content::Image { data, mime_type } => FfiContent {
-                    kind: FfiContentKind::Image,
+                    kind: FfiContentKind::IMAGE,
                     text: data.into(),
                     mime_type: mime_type.into(),
                 },
@@ -114,13 +114,20 @@ impl From<FfiToolResult> for AgentToolResult {
         let content = result
             .content
             .into_iter()
-            .map(|block| match block.kind {
-                FfiContentKind::Text => Content::Text {
+            .map(|block| match block.kind.known() {
+                Some(KnownContentKind::Text) => Content::Text {
                     text: block.text.into_string(),
                 },
-                FfiContentKind::Image => Content::Image {
+                Some(KnownContentKind::Image) => Content::Image {
                     data: block.text.into_string(),
                     mime_type: block.mime_type.into_string(),
+                },
+                // A kind from a newer library: reported, never misread as text or image.
+                None => Content::Text {
+                    text: format!(
+                        "[unsupported content block of kind {} from a newer xcsh-plugin-api]",
+                        block.kind.0
+                    ),
                 },
             })
             .collect();

@@ -5,13 +5,15 @@ use std::future::Future;
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::RString;
+use abi_stable::std_types::{ROption, RStr, RString};
 use async_ffi::FfiFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::ffi::{FfiOutcome, FfiToolDef, FfiToolResult, ToolContextBox, ToolFfi, ToolFfi_TO};
+use crate::ffi::{
+    FfiOutcome, FfiToolAnnotations, FfiToolDef, FfiToolResult, ToolContextBox, ToolFfi, ToolFfi_TO,
+};
 use crate::guard::{drop_quietly, guard};
 use crate::{AgentToolResult, PluginError};
 
@@ -76,6 +78,31 @@ pub trait CustomTool: Send + Sync + 'static {
     /// Deferrable tools push pending actions; their presence registers `resolve`.
     fn deferrable(&self) -> bool {
         false
+    }
+
+    /// Hint: the tool does not modify its environment (MCP `readOnlyHint`). `None` says
+    /// nothing. A deferrable tool's preview only previews, so by default it is read-only.
+    fn read_only(&self) -> Option<bool> {
+        self.deferrable().then_some(true)
+    }
+
+    /// Hint: the tool may destroy or overwrite data (MCP `destructiveHint`; meaningful when
+    /// not read-only). A deferrable tool's preview is not destructive by default: the change
+    /// happens in `resolve`, which is annotated destructive.
+    fn destructive(&self) -> Option<bool> {
+        self.deferrable().then_some(false)
+    }
+
+    /// Hint: calling again with the same arguments has no further effect (MCP
+    /// `idempotentHint`). `None` by default.
+    fn idempotent(&self) -> Option<bool> {
+        None
+    }
+
+    /// Hint: the tool reaches an open world of external entities, such as the web (MCP
+    /// `openWorldHint`). `None` by default.
+    fn open_world(&self) -> Option<bool> {
+        None
     }
 
     /// Run the tool. Dropping the returned future cancels the call.
@@ -195,25 +222,45 @@ trait IntoToolDef {
 
 impl<T: CustomTool> IntoToolDef for T {
     fn into_def(self: Box<Self>) -> FfiToolDef {
-        FfiToolDef {
-            name: self.name().into(),
-            label: self.label().into(),
-            description: self.description().into(),
-            parameters_json: self.parameters_schema().to_string().into(),
+        let definition = Definition {
+            name: self.name().to_owned(),
+            label: self.label().to_owned(),
+            description: self.description().to_owned(),
+            parameters_json: self.parameters_schema().to_string(),
             hidden: self.hidden(),
             deferrable: self.deferrable(),
-            tool: ToolFfi_TO::from_value(
-                ToolAdapter {
-                    tool: Some(Arc::<T>::from(self)),
-                },
-                TD_Opaque,
-            ),
-        }
+            annotations: FfiToolAnnotations {
+                read_only: self.read_only().into(),
+                destructive: self.destructive().into(),
+                idempotent: self.idempotent().into(),
+                open_world: self.open_world().into(),
+            },
+        };
+        ToolFfi_TO::from_value(
+            ToolAdapter {
+                definition,
+                tool: Some(Arc::<T>::from(self)),
+            },
+            TD_Opaque,
+        )
     }
 }
 
-/// The plugin-side vtable of a tool: parses arguments and runs `execute` behind the guard.
+/// A tool's definition, read once from the author's tool when the factory returns.
+struct Definition {
+    name: String,
+    label: String,
+    description: String,
+    parameters_json: String,
+    hidden: bool,
+    deferrable: bool,
+    annotations: FfiToolAnnotations,
+}
+
+/// The plugin-side vtable of a tool: answers its definition, parses arguments and runs
+/// `execute` behind the guard.
 struct ToolAdapter<T> {
+    definition: Definition,
     /// `None` only while being dropped.
     tool: Option<Arc<T>>,
 }
@@ -229,6 +276,34 @@ impl<T> Drop for ToolAdapter<T> {
 }
 
 impl<T: CustomTool> ToolFfi for ToolAdapter<T> {
+    fn name(&self) -> RStr<'_> {
+        self.definition.name.as_str().into()
+    }
+
+    fn label(&self) -> RStr<'_> {
+        self.definition.label.as_str().into()
+    }
+
+    fn description(&self) -> RStr<'_> {
+        self.definition.description.as_str().into()
+    }
+
+    fn parameters_json(&self) -> RStr<'_> {
+        self.definition.parameters_json.as_str().into()
+    }
+
+    fn hidden(&self) -> bool {
+        self.definition.hidden
+    }
+
+    fn deferrable(&self) -> bool {
+        self.definition.deferrable
+    }
+
+    fn annotations(&self) -> ROption<FfiToolAnnotations> {
+        ROption::RSome(self.definition.annotations)
+    }
+
     fn execute(
         &self,
         tool_call_id: RString,

@@ -69,7 +69,8 @@ pub mod calls {
     use serde_json::{json, Value};
     use xcsh_loader::store::BoxFuture;
     use xcsh_loader::{
-        AgentToolResult, CallContext, Session, Tool, ToolError, ToolOrigin, ToolOutcome, ToolSpec,
+        AgentToolResult, CallContext, Session, Tool, ToolError, ToolHints, ToolOrigin, ToolOutcome,
+        ToolSpec,
     };
 
     /// The tool every call benchmark calls.
@@ -108,6 +109,7 @@ pub mod calls {
                     parameters: xcsh_plugin_api::schema_of::<EchoParams>(),
                     hidden: false,
                     deferrable: false,
+                    hints: ToolHints::default(),
                     origin: ToolOrigin::Builtin,
                 },
             }

@@ -20,6 +20,7 @@ pub const PLUGIN_PACKAGES: &[&str] = &[
     "fixture-faults",
     "fixture-tokio",
     "fixture-incompatible",
+    "fixture-legacy",
     "fixture-noroot",
     "fixture-factory-panic",
     "fixture-bad-tools",
@@ -148,6 +149,58 @@ impl Artifacts {
             None => panic!("xcsh-plugins was not built"),
         }
     }
+}
+
+/// The fixture plugin built against the frozen copy of `xcsh-plugin-api` 0.2.0
+/// (`tests/frozen/`, a workspace of its own), built once per process. It shares this
+/// workspace's target directory, so the dependencies it has in common are not rebuilt.
+pub fn frozen_v0_2_plugin() -> PathBuf {
+    static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
+    PLUGIN
+        .get_or_init(|| match build_frozen() {
+            Ok(path) => path,
+            Err(message) => panic!("{message}"),
+        })
+        .clone()
+}
+
+fn build_frozen() -> Result<PathBuf, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let frozen = workspace_root().join("tests/frozen");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    let output = Command::new(cargo)
+        .current_dir(&frozen)
+        .args([
+            "build",
+            "--locked",
+            "--message-format=json-render-diagnostics",
+        ])
+        .args(["-p", "fixture-v0_2", "--target-dir"])
+        .arg(&target)
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "building the frozen 0.2.0 fixture failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "fixture_v0_2")
+        .flat_map(|m| {
+            m["filenames"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.as_str().map(PathBuf::from))
+                .collect::<Vec<_>>()
+        })
+        .find(|f| f.to_string_lossy().ends_with(std::env::consts::DLL_SUFFIX))
+        .ok_or_else(|| "cargo reported no shared library for fixture-v0_2".to_owned())
 }
 
 /// Shorthand for `artifacts().plugin(package)`.

@@ -33,6 +33,41 @@ fn check_accepts_a_good_plugin_and_lists_its_tools() {
 }
 
 #[test]
+fn check_and_list_json_report_each_plugins_api_version_and_capabilities() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = plugin("batch-rename");
+    let output = cli(&["--json", "check", lib.to_str().unwrap()], dir.path());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["hostApiVersion"], xcsh_plugin_api::API_VERSION);
+    assert_eq!(
+        report["oldestSupportedApiVersion"],
+        xcsh_plugin_api::OLDEST_SUPPORTED_API_VERSION
+    );
+    let file = &report["files"][0];
+    assert_eq!(file["apiVersion"], xcsh_plugin_api::API_VERSION);
+    let expected = xcsh_plugin_api::capabilities_of(xcsh_plugin_api::API_VERSION);
+    assert_eq!(file["capabilities"], serde_json::json!(expected));
+
+    let output = cli(
+        &[
+            "--no-default-dirs",
+            "--plugin",
+            lib.to_str().unwrap(),
+            "--json",
+            "list",
+        ],
+        dir.path(),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let plugins = report["plugins"].as_array().unwrap();
+    assert_eq!(plugins.len(), 1, "{report:#}");
+    assert_eq!(plugins[0]["apiVersion"], xcsh_plugin_api::API_VERSION);
+    assert_eq!(plugins[0]["capabilities"], serde_json::json!(expected));
+}
+
+#[test]
 fn check_refuses_junk_truncated_and_incompatible_files_with_a_one_line_cause() {
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("libjunk.so");
@@ -41,12 +76,17 @@ fn check_refuses_junk_truncated_and_incompatible_files_with_a_one_line_cause() {
     let real = std::fs::read(plugin("batch-rename")).unwrap();
     std::fs::write(&truncated, &real[..real.len() / 3]).unwrap();
     let incompatible = plugin("fixture-incompatible");
+    let legacy = plugin("fixture-legacy");
     for (file, expected) in [
         (junk.as_path(), "not a loadable shared library"),
         (truncated.as_path(), "not a loadable shared library"),
         (
             incompatible.as_path(),
-            "built against xcsh-plugin-api 1.0.0",
+            "built against xcsh-plugin-api 0.4.0, this host supports 0.2.0 to",
+        ),
+        (
+            legacy.as_path(),
+            "built against xcsh-plugin-api 0.1 or older (no version marker)",
         ),
     ] {
         let output = cli(&["check", file.to_str().unwrap()], dir.path());

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use xcsh_integration_tests::{lib_name, plugin};
-use xcsh_loader::{library::host_api_version, LoadErrorKind, Session, ToolOrigin};
+use xcsh_loader::library::{host_api_version, oldest_supported_api_version};
+use xcsh_loader::{LoadErrorKind, Session, ToolOrigin};
 
 fn session_with(cwd: &Path, plugins: &[PathBuf]) -> Session {
     plugins
@@ -103,7 +104,7 @@ fn an_incompatible_api_version_is_refused_naming_file_and_both_versions() {
     assert_eq!(errors.len(), 1, "{errors:#?}");
     let message = errors[0].to_string();
     assert!(message.contains("libfixture_incompatible"), "{message}");
-    assert!(message.contains("1.0.0"), "{message}");
+    assert!(message.contains("0.4.0"), "{message}");
     assert!(message.contains(&host_api_version()), "{message}");
     assert_eq!(host_api_version(), xcsh_plugin_api::API_VERSION);
     // The other plugin is unaffected.
@@ -111,6 +112,71 @@ fn an_incompatible_api_version_is_refused_naming_file_and_both_versions() {
         .tools()
         .iter()
         .any(|t| t.name == "batch_rename_preview"));
+}
+
+/// The exact refusal of SPEC 3 for a plugin built against a newer minor.
+fn refusal(path: &Path, found: &str) -> String {
+    format!(
+        "refusing to load {}: built against xcsh-plugin-api {found}, this host supports {} to {}",
+        path.display(),
+        oldest_supported_api_version(),
+        host_api_version()
+    )
+}
+
+#[test]
+fn a_newer_minor_is_refused_before_any_of_its_code_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("constructor-ran");
+    // The refusal comes from the file alone. Run in a child process so the constructor's
+    // environment variable reaches only it: this test's binary runs as `xcsh-plugins`.
+    let lib = plugin("fixture-incompatible").canonicalize().unwrap();
+    let output = std::process::Command::new(xcsh_integration_tests::artifacts().cli())
+        .args(["--no-default-dirs", "--plugin"])
+        .arg(&lib)
+        .args(["--json", "list"])
+        .current_dir(dir.path())
+        .env("XCSH_FIXTURE_MARKER", &marker)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let errors = report["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{report:#}");
+    assert_eq!(
+        errors[0]["message"],
+        "refusing to load: built against xcsh-plugin-api 0.4.0, this host supports 0.2.0 to "
+            .to_owned()
+            + &host_api_version()
+    );
+    assert!(
+        !marker.exists(),
+        "the refused plugin's constructor ran: it was loaded"
+    );
+    // In this process too, with the exact message.
+    let session = session_with(dir.path(), std::slice::from_ref(&lib));
+    let errors = session.load_errors();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0].to_string(), refusal(&lib, "0.4.0"));
+    assert!(matches!(
+        &errors[0].kind,
+        LoadErrorKind::IncompatibleVersion { found, .. } if found == "0.4.0"
+    ));
+    assert!(session.plugins().is_empty());
+    assert!(!marker.exists());
+}
+
+#[test]
+fn a_plugin_without_a_version_marker_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = plugin("fixture-legacy").canonicalize().unwrap();
+    let session = session_with(dir.path(), std::slice::from_ref(&lib));
+    let errors = session.load_errors();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(
+        errors[0].to_string(),
+        refusal(&lib, "0.1 or older (no version marker)")
+    );
 }
 
 #[tokio::test]

@@ -39,13 +39,18 @@ struct Server {
 /// Start `xcsh-plugins --no-default-dirs --plugin <batch-rename> --plugin <fixture-faults>
 /// --cwd <cwd> mcp` and initialize a client on its stdio.
 async fn start(cwd: &Path) -> Server {
+    start_with(cwd, &["batch-rename", "fixture-faults"]).await
+}
+
+/// Start `xcsh-plugins mcp` with these plugin packages and initialize a client on its stdio.
+async fn start_with(cwd: &Path, plugins: &[&str]) -> Server {
     let artifacts = artifacts();
-    let mut child = tokio::process::Command::new(artifacts.cli())
-        .arg("--no-default-dirs")
-        .arg("--plugin")
-        .arg(artifacts.plugin("batch-rename"))
-        .arg("--plugin")
-        .arg(artifacts.plugin("fixture-faults"))
+    let mut command = tokio::process::Command::new(artifacts.cli());
+    command.arg("--no-default-dirs");
+    for package in plugins {
+        command.arg("--plugin").arg(artifacts.plugin(package));
+    }
+    let mut child = command
         .arg("--cwd")
         .arg(cwd)
         .arg("mcp")
@@ -369,5 +374,41 @@ async fn a_cancelled_call_ends_and_the_server_keeps_answering() {
     assert_eq!(next.is_error, Some(true), "{next:?}");
     assert_eq!(texts(&next), ["deliberate failure"]);
 
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_annotations_reach_an_mcp_client_in_tools_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_with(dir.path(), &["fixture-multi"]).await;
+    let tools = tokio::time::timeout(PATIENCE, server.client.list_all_tools())
+        .await
+        .expect("tools/list timed out")
+        .expect("tools/list failed");
+    let by_name: HashMap<&str, &Tool> = tools.iter().map(|t| (t.name.as_ref(), t)).collect();
+    let hints = |name: &str| {
+        let annotations = by_name[name].annotations.clone().expect("no annotations");
+        (
+            annotations.read_only_hint,
+            annotations.destructive_hint,
+            annotations.idempotent_hint,
+            annotations.open_world_hint,
+        )
+    };
+    // Every hint the plugin gives, as it gives it; `destructive` it does not give.
+    assert_eq!(hints("echo"), (Some(true), None, Some(true), Some(false)));
+    // A deferrable tool's preview: read-only and not destructive by default.
+    assert_eq!(hints("note_preview"), (Some(true), Some(false), None, None));
+    // `resolve` applies: destructive.
+    assert_eq!(
+        hints("resolve"),
+        (Some(false), Some(true), Some(false), Some(false))
+    );
+    // On the wire, as the protocol spells them.
+    let raw = serde_json::to_value(by_name["echo"]).unwrap();
+    assert_eq!(raw["annotations"]["readOnlyHint"], true);
+    assert_eq!(raw["annotations"]["idempotentHint"], true);
+    assert_eq!(raw["annotations"]["openWorldHint"], false);
+    assert!(raw["annotations"].get("destructiveHint").is_none(), "{raw}");
     server.stop().await;
 }

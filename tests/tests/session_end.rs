@@ -16,7 +16,8 @@ use xcsh_integration_tests::{artifacts, listing, plugin, scratch};
 use xcsh_loader::messages::SESSION_ENDED;
 use xcsh_loader::store::BoxFuture;
 use xcsh_loader::{
-    AgentToolResult, CallContext, PendingAction, Session, Tool, ToolError, ToolOrigin, ToolSpec,
+    AgentToolResult, CallContext, PendingAction, Session, Tool, ToolError, ToolHints, ToolOrigin,
+    ToolSpec,
 };
 
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -117,6 +118,7 @@ async fn each_action_gets_exactly_one_of_apply_or_reject() {
             parameters: json!({"type": "object", "properties": {"name": {"type": "string"}}}),
             hidden: false,
             deferrable: true,
+            hints: ToolHints::default(),
             origin: ToolOrigin::Builtin,
         },
         log: Arc::clone(&log),

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use xcsh_loader::store::BoxFuture;
 use xcsh_loader::{
     AgentToolResult, CallContext, PendingAction, PendingActionStore, Session, Tool, ToolError,
-    ToolOrigin, ToolSpec,
+    ToolHints, ToolOrigin, ToolSpec,
 };
 
 /// A do-nothing deferrable tool: its presence registers `resolve`.
@@ -41,6 +41,7 @@ fn session() -> Session {
         parameters: json!({"type": "object"}),
         hidden: false,
         deferrable: true,
+        hints: ToolHints::default(),
         origin: ToolOrigin::Builtin,
     });
     Session::builder(std::env::temp_dir())

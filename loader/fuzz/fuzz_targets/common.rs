@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use xcsh_loader::store::BoxFuture;
 use xcsh_loader::{
-    AgentToolResult, CallContext, PendingAction, Session, Tool, ToolError, ToolOrigin, ToolSpec,
+    AgentToolResult, CallContext, PendingAction, Session, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec,
 };
 
 struct Echo(ToolSpec);
@@ -66,6 +66,7 @@ fn spec(name: &str, parameters: Value, deferrable: bool) -> ToolSpec {
         parameters,
         hidden: false,
         deferrable,
+        hints: ToolHints::default(),
         origin: ToolOrigin::Builtin,
     }
 }

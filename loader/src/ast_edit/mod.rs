@@ -24,7 +24,7 @@ use xcsh_plugin_api::AgentToolResult;
 
 use crate::messages::STORE_UNAVAILABLE;
 use crate::store::{BoxFuture, PendingAction};
-use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec};
+use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec};
 
 pub use params::{AstEditParams, RewriteOp};
 
@@ -80,6 +80,7 @@ impl AstEditTool {
                 parameters: xcsh_plugin_api::schema_of::<AstEditParams>(),
                 hidden: false,
                 deferrable: true,
+                hints: ToolHints::PREVIEW,
                 origin: ToolOrigin::Builtin,
             },
         }

@@ -39,12 +39,13 @@ pub enum LoadErrorKind {
     /// The library loads but exports no xcsh plugin root module.
     #[error("no xcsh plugin root module (build it with `xcsh_plugin_api::export_plugin!`)")]
     NoRootModule,
-    /// Built against an `xcsh-plugin-api` version this host does not support. Refused before
-    /// any of the plugin's code runs.
-    #[error("built against xcsh-plugin-api {plugin}, this host supports {oldest} to {host}")]
+    /// Built against an `xcsh-plugin-api` version this host does not support, or without the
+    /// version marker (0.1). Found in the file before it is loaded: nothing of it ran.
+    #[error("built against xcsh-plugin-api {found}, this host supports {oldest} to {host}")]
     IncompatibleVersion {
-        /// The version the plugin was built against.
-        plugin: String,
+        /// The version the plugin was built against (for a library without a marker, a
+        /// description of that).
+        found: String,
         /// The oldest version this host supports.
         oldest: String,
         /// The host's own version.
@@ -134,6 +135,7 @@ impl LoadError {
     /// The message without the leading path (for reports that already show the file).
     pub fn cause(&self) -> String {
         match &self.kind {
+            LoadErrorKind::IncompatibleVersion { .. } => format!("refusing to load: {}", self.kind),
             LoadErrorKind::Untrusted { .. } => format!(
                 "{}; review it, then trust it with: {}",
                 self.kind,
@@ -149,10 +151,10 @@ impl LoadError {
                 format!("refusing to load {}: {cause}", self.path.display())
             }
             LoadErrorKind::IncompatibleVersion {
-                plugin,
+                found,
                 oldest,
                 host,
-            } => messages::incompatible_api(&self.path, plugin, oldest, host),
+            } => messages::incompatible_api(&self.path, found, oldest, host),
             _ => format!("{}: {}", self.path.display(), self.cause()),
         }
     }
@@ -197,7 +199,7 @@ mod tests {
         let version = LoadError::new(
             "/p/liba.so",
             LoadErrorKind::IncompatibleVersion {
-                plugin: "0.9.0".into(),
+                found: "0.9.0".into(),
                 oldest: "0.2.0".into(),
                 host: "0.3.0".into(),
             },

@@ -20,4 +20,7 @@ mod safety;
 pub mod trust;
 
 pub use error::{LoadError, LoadErrorKind};
-pub use open::{host_api_version, load_checked, load_library, CheckedFile, PluginLibrary};
+pub use open::{
+    host_api_version, load_checked, load_library, oldest_supported_api_version, CheckedFile,
+    PluginLibrary,
+};

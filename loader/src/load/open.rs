@@ -12,6 +12,10 @@
 //! the content once and pins it; loading then maps exactly those bytes from a sealed `memfd`,
 //! so what runs is what was hashed, whatever happens to the file.
 //!
+//! Before anything is mapped, the file's version marker must name an `xcsh-plugin-api` this
+//! host supports (see `plugin-api/ABI.md`); abi_stable's layout check then runs on the root
+//! module, where prefix types let an older plugin's vtables be shorter than the host's.
+//!
 //! Each file gets its own check through `init_root_module` on its own header: abi_stable's
 //! `RootModule::load_from_*` caches a single module per root-module type, which would make
 //! every plugin after the first silently resolve to the first one.
@@ -27,9 +31,13 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use abi_stable::library::{LibraryError, RootModule};
-use xcsh_plugin_api::ffi::PluginModuleRef;
+use abi_stable::abi_stability::abi_checking::check_layout_compatibility;
+use abi_stable::library::{LibHeader, LibraryError};
+use abi_stable::std_types::RBoxError;
+use abi_stable::StableAbi;
+use xcsh_plugin_api::ffi::{ApiVersion, PluginModuleRef};
 
+use crate::load::preflight::{check_library, read_api_marker, ApiMarker};
 use crate::load::safety::{open_plugin, FileStamp, Refusal};
 use crate::load::{LoadError, LoadErrorKind};
 use crate::sys::{load, read_all, LoadFailure, LoadSource};
@@ -144,7 +152,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 #[derive(Clone, Copy)]
 pub struct PluginLibrary {
     module: PluginModuleRef,
-    api_version: &'static str,
+    api_version: ApiVersion,
 }
 
 impl std::fmt::Debug for PluginLibrary {
@@ -158,8 +166,9 @@ impl PluginLibrary {
         self.module
     }
 
-    /// The `xcsh-plugin-api` version the library was built against.
-    pub fn api_version(&self) -> &'static str {
+    /// The `xcsh-plugin-api` version the library was built against (from its version
+    /// marker).
+    pub fn api_version(&self) -> ApiVersion {
         self.api_version
     }
 }
@@ -177,7 +186,75 @@ fn cache() -> &'static Mutex<HashMap<PathBuf, Cached>> {
 
 /// The `xcsh-plugin-api` version this host was built with.
 pub fn host_api_version() -> String {
-    PluginModuleRef::VERSION_STRINGS.version.to_string()
+    xcsh_plugin_api::API_VERSION.to_owned()
+}
+
+/// The oldest `xcsh-plugin-api` version this host loads.
+pub fn oldest_supported_api_version() -> String {
+    xcsh_plugin_api::OLDEST_SUPPORTED_API_VERSION.to_owned()
+}
+
+/// The version policy, applied to the marker read from the file (before `dlopen`): the
+/// plugin's version when this host supports it, the refusal otherwise.
+fn check_api_version(path: &Path, marker: ApiMarker) -> Result<ApiVersion, LoadError> {
+    let refuse = |found: String| {
+        LoadError::new(
+            path,
+            LoadErrorKind::IncompatibleVersion {
+                found,
+                oldest: oldest_supported_api_version(),
+                host: host_api_version(),
+            },
+        )
+    };
+    let text = match marker {
+        ApiMarker::Version(text) => text,
+        ApiMarker::Unmarked => return Err(refuse("0.1 or older (no version marker)".to_owned())),
+        ApiMarker::NoRootModule => return Err(LoadError::new(path, LoadErrorKind::NoRootModule)),
+    };
+    // Both of this host's versions are compile-time constants checked by xcsh-plugin-api's
+    // tests; a plugin's marker is data and may be anything.
+    let (Some(host), Some(oldest)) = (
+        ApiVersion::parse(xcsh_plugin_api::API_VERSION),
+        ApiVersion::parse(xcsh_plugin_api::OLDEST_SUPPORTED_API_VERSION),
+    ) else {
+        return Err(refuse(text));
+    };
+    match ApiVersion::parse(&text) {
+        Some(version) if version.is_supported_by(oldest, host) => Ok(version),
+        _ => Err(refuse(text)),
+    }
+}
+
+/// Check the root module's layout and initialise it, letting the plugin be *older* than the
+/// host.
+///
+/// abi_stable's `init_root_module` treats the host's layout as the interface and the library's
+/// as the implementation, and its prefix-type rule lets the implementation's vtables and
+/// modules have more fields than the interface's, never fewer: a newer library in an older
+/// host. Our version policy is the other way round (a 0.3 host loads 0.2 plugins; newer
+/// plugins were refused from their marker already), so the check runs with the plugin's layout
+/// as the interface and the host's as the implementation that grew. Every type must still
+/// match field for field where both have it; only trailing prefix-type fields may be missing
+/// on the plugin's side, and the host reads those through accessors that answer `None` (see
+/// `plugin-api/ABI.md`). abi_stable's own version check on the ABI crate (same major) still
+/// runs.
+fn init_root_module(header: &'static LibHeader) -> Result<PluginModuleRef, LibraryError> {
+    let Some(plugin_layout) = header.layout() else {
+        return Err(LibraryError::AbiInstability(RBoxError::from_fmt(
+            &"the root module was exported without its layout, so it cannot be checked",
+        )));
+    };
+    check_layout_compatibility(plugin_layout, <PluginModuleRef as StableAbi>::LAYOUT)
+        .map_err(|errors| LibraryError::AbiInstability(RBoxError::from_fmt(&errors)))?;
+    // SAFETY: `init_root_module_with_unchecked_layout` requires `PluginModuleRef` to have the
+    // layout of the library's root module. The check above proved that every type reachable
+    // from the plugin's root module matches the host's field for field, except trailing
+    // fields of prefix types (the root module and the vtables) that the host has and the
+    // plugin lacks. Those are never read directly: prefix-type accessors check the field
+    // against the instance's own field count (stored beside it by abi_stable) and answer
+    // `None`, and sabi_trait calls run the method's default body instead.
+    unsafe { header.init_root_module_with_unchecked_layout::<PluginModuleRef>() }
 }
 
 /// Check, open and load the library at `path`: [`CheckedFile::read`], then [`load_checked`].
@@ -201,32 +278,31 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
         }
         // The earlier content never loaded usably: nothing of it is in use, so try this one.
     }
-    let source = match file.pinned.get() {
+    let (source, api_version) = match file.pinned.get() {
         Some(Ok(pinned)) => {
-            crate::load::preflight::check_library(pinned.bytes.as_slice())
-                .map_err(|cause| error(LoadErrorKind::NotALibrary { cause }))?;
-            LoadSource::Bytes(&pinned.bytes)
+            let bytes = pinned.bytes.as_slice();
+            check_library(bytes).map_err(|cause| error(LoadErrorKind::NotALibrary { cause }))?;
+            let version = check_api_version(path, read_api_marker(bytes))?;
+            (LoadSource::Bytes(&pinned.bytes), version)
         }
         Some(Err(failed)) => return Err(failed.clone()),
         None => {
             let reader = object::ReadCache::new(&*file.file);
-            crate::load::preflight::check_library(&reader)
-                .map_err(|cause| error(LoadErrorKind::NotALibrary { cause }))?;
+            check_library(&reader).map_err(|cause| error(LoadErrorKind::NotALibrary { cause }))?;
+            let version = check_api_version(path, read_api_marker(&reader))?;
             // Written since it was checked (the header check included): refuse before any of
             // its code runs.
             if !file.unchanged() {
                 return Err(error(LoadErrorKind::ChangedWhileLoading));
             }
-            LoadSource::Opened(&file.file)
+            (LoadSource::Opened(&file.file), version)
         }
     };
     let outcome = match load(path, source) {
-        Ok(mapped) => mapped
-            .header
-            .init_root_module::<PluginModuleRef>()
+        Ok(mapped) => init_root_module(mapped.header)
             .map(|module| PluginLibrary {
                 module,
-                api_version: mapped.header.version_strings().version.as_str(),
+                api_version,
             })
             .map_err(|error| classify(path, None, error)),
         Err(LoadFailure::Copy(cause)) => {
@@ -276,14 +352,16 @@ fn classify(path: &Path, loaded_at: Option<&Path>, error: LibraryError) -> LoadE
             cause: text(err.to_string()),
         },
         LibraryError::GetSymbolError { .. } => LoadErrorKind::NoRootModule,
+        // abi_stable's own check compares the ABI crate's versions (same major); the marker
+        // passed, so only a hand-made library gets here.
         LibraryError::IncompatibleVersionNumber {
             expected_version,
             actual_version,
             ..
-        } => LoadErrorKind::IncompatibleVersion {
-            plugin: actual_version.to_string(),
-            oldest: expected_version.to_string(),
-            host: expected_version.to_string(),
+        } => LoadErrorKind::IncompatibleAbi {
+            cause: format!(
+                "built against xcsh-plugin-abi {actual_version}, this host uses {expected_version}"
+            ),
         },
         LibraryError::RootModule { err, .. } => LoadErrorKind::Factory {
             message: text(err.to_string()),

@@ -12,14 +12,14 @@ use abi_stable::std_types::{RResult, RString};
 use serde_json::Value;
 use xcsh_plugin_api::ffi::{
     details_from_json, FfiLogLevel, FfiPendingAction, FfiToolDef, FfiToolResult, HostApiFfi,
-    HostApiFfi_TO, PendingActionFfi_TO, ToolContextFfi, ToolContextFfi_TO, ToolFfi_TO,
+    HostApiFfi_TO, ToolContextFfi, ToolContextFfi_TO,
 };
 use xcsh_plugin_api::AgentToolResult;
 
 use crate::load::{LoadError, LoadErrorKind, PluginLibrary};
 use crate::messages::STORE_UNAVAILABLE;
 use crate::store::{BoxFuture, PendingAction, PendingActionStore};
-use crate::tool::{CallContext, Tool, ToolError, ToolOrigin, ToolSpec, UpdateSink};
+use crate::tool::{CallContext, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec, UpdateSink};
 
 /// What the host offers one plugin in one session.
 struct HostServices {
@@ -49,24 +49,30 @@ impl HostApiFfi for HostServices {
     fn log(&self, level: FfiLogLevel, message: RString) {
         let plugin = self.plugin.display();
         match level {
-            FfiLogLevel::Debug => tracing::debug!(target: "xcsh_plugin", %plugin, "{message}"),
-            FfiLogLevel::Info => tracing::info!(target: "xcsh_plugin", %plugin, "{message}"),
-            FfiLogLevel::Warn => tracing::warn!(target: "xcsh_plugin", %plugin, "{message}"),
-            FfiLogLevel::Error => tracing::error!(target: "xcsh_plugin", %plugin, "{message}"),
+            FfiLogLevel::DEBUG => tracing::debug!(target: "xcsh_plugin", %plugin, "{message}"),
+            FfiLogLevel::INFO => tracing::info!(target: "xcsh_plugin", %plugin, "{message}"),
+            FfiLogLevel::WARN => tracing::warn!(target: "xcsh_plugin", %plugin, "{message}"),
+            FfiLogLevel::ERROR => tracing::error!(target: "xcsh_plugin", %plugin, "{message}"),
+            // A level from a newer plugin: logged, loudly rather than lost.
+            FfiLogLevel(other) => {
+                tracing::error!(target: "xcsh_plugin", %plugin, level = other, "{message}")
+            }
         }
     }
 }
 
 /// Wrap a plugin's pending action so `resolve` can run it like any other.
 fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, ToolError> {
-    PendingAction::validate_label(action.label.as_str())?;
-    let callbacks: Arc<PendingActionFfi_TO<'static, abi_stable::std_types::RBox<()>>> =
-        Arc::new(action.callbacks);
+    PendingAction::validate_label(action.label().as_str())?;
+    let label = action.label().to_string();
+    let source_tool_name = action.source_tool_name().to_string();
+    let details = details_from_json(action.details_json());
+    let callbacks: Arc<FfiPendingAction> = Arc::new(action);
     let has_reject = callbacks.has_reject();
     let for_apply = Arc::clone(&callbacks);
     let mut pending = PendingAction::new(
-        action.label.into_string(),
-        action.source_tool_name.into_string(),
+        label,
+        source_tool_name,
         Box::new(move |reason: String| -> BoxFuture<_> {
             Box::pin(async move {
                 match for_apply.apply(reason.into()).await {
@@ -76,7 +82,7 @@ fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, To
             })
         }),
     )
-    .with_details(details_from_json(action.details_json));
+    .with_details(details);
     if has_reject {
         pending = pending.with_reject(Box::new(move |reason: String| -> BoxFuture<_> {
             Box::pin(async move {
@@ -93,7 +99,7 @@ fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, To
 /// A tool loaded from a plugin library.
 pub struct PluginTool {
     spec: ToolSpec,
-    tool: ToolFfi_TO<'static, abi_stable::std_types::RBox<()>>,
+    tool: FfiToolDef,
 }
 
 impl Tool for PluginTool {
@@ -174,18 +180,31 @@ pub(crate) fn instantiate(
 
 fn plugin_tool(def: FfiToolDef, path: &Path) -> PluginTool {
     // An unparsable schema is kept as a string; the session's schema check reports it.
-    let parameters = serde_json::from_str(def.parameters_json.as_str())
-        .unwrap_or_else(|_| Value::String(def.parameters_json.to_string()));
+    let parameters_json = def.parameters_json();
+    let parameters = serde_json::from_str(parameters_json.as_str())
+        .unwrap_or_else(|_| Value::String(parameters_json.to_string()));
     PluginTool {
         spec: ToolSpec {
-            name: def.name.into_string(),
-            label: def.label.into_string(),
-            description: def.description.into_string(),
+            name: def.name().to_string(),
+            label: def.label().to_string(),
+            description: def.description().to_string(),
             parameters,
-            hidden: def.hidden,
-            deferrable: def.deferrable,
+            hidden: def.hidden(),
+            deferrable: def.deferrable(),
+            // Absent (all `None`) for a plugin built before xcsh-plugin-api 0.3: its vtable
+            // has no `annotations`, and the call answers the method's default, `RNone`.
+            hints: def
+                .annotations()
+                .into_option()
+                .map(|a| ToolHints {
+                    read_only: a.read_only.get(),
+                    destructive: a.destructive.get(),
+                    idempotent: a.idempotent.get(),
+                    open_world: a.open_world.get(),
+                })
+                .unwrap_or_default(),
             origin: ToolOrigin::Plugin(path.to_owned()),
         },
-        tool: def.tool,
+        tool: def,
     }
 }

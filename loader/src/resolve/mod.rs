@@ -10,7 +10,7 @@ use xcsh_plugin_api::{AgentToolResult, Content};
 use crate::messages;
 use crate::store::PendingActionStore;
 use crate::tool::{bounded, Interrupted, ToolOutcome};
-use crate::tool::{CancelToken, ToolOrigin, ToolSpec};
+use crate::tool::{CancelToken, ToolHints, ToolOrigin, ToolSpec};
 
 pub mod render;
 pub mod steering;
@@ -36,6 +36,13 @@ pub fn resolve_spec() -> ToolSpec {
         }),
         hidden: true,
         deferrable: false,
+        // It applies or discards: destructive, and never the same twice.
+        hints: ToolHints {
+            read_only: Some(false),
+            destructive: Some(true),
+            idempotent: Some(false),
+            open_world: Some(false),
+        },
         origin: ToolOrigin::Builtin,
     }
 }

@@ -37,7 +37,7 @@ pub struct LoadedPlugin {
     /// Its canonical path.
     pub path: PathBuf,
     /// The `xcsh-plugin-api` version it was built against.
-    pub api_version: &'static str,
+    pub api_version: xcsh_plugin_api::ffi::ApiVersion,
 }
 
 /// One agent session: its tools, its store, its steering queue.

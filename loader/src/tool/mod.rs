@@ -42,6 +42,31 @@ impl std::fmt::Display for ToolOrigin {
     }
 }
 
+/// A tool's behaviour hints, as MCP's tool annotations name them. `None`: the tool says
+/// nothing, or (a plugin built against `xcsh-plugin-api` older than 0.3) cannot say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ToolHints {
+    /// It does not modify its environment (`readOnlyHint`).
+    pub read_only: Option<bool>,
+    /// It may destroy or overwrite data (`destructiveHint`).
+    pub destructive: Option<bool>,
+    /// Repeating a call with the same arguments has no further effect (`idempotentHint`).
+    pub idempotent: Option<bool>,
+    /// It reaches an open world of external entities (`openWorldHint`).
+    pub open_world: Option<bool>,
+}
+
+impl ToolHints {
+    /// What a deferrable tool's preview is: read-only and not destructive (the change happens
+    /// in `resolve`), as `xcsh-plugin-api`'s `CustomTool` defaults say too.
+    pub const PREVIEW: ToolHints = ToolHints {
+        read_only: Some(true),
+        destructive: Some(false),
+        idempotent: None,
+        open_world: None,
+    };
+}
+
 /// A tool's static description.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
@@ -57,6 +82,8 @@ pub struct ToolSpec {
     pub hidden: bool,
     /// May push pending actions; registers `resolve`.
     pub deferrable: bool,
+    /// Behaviour hints (MCP annotations).
+    pub hints: ToolHints,
     /// Where it comes from.
     pub origin: ToolOrigin,
 }

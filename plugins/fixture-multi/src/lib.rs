@@ -1,5 +1,6 @@
 //! Test fixture: one factory returning several tools, including a deferrable tool whose
 //! pending action has no `reject`, one that pushes several actions at once, and a hidden tool.
+//! `echo` gives every behaviour hint but `destructive`; the previews keep the defaults.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -26,6 +27,15 @@ impl CustomTool for Echo {
     }
     fn description(&self) -> &str {
         "Returns its text"
+    }
+    fn read_only(&self) -> Option<bool> {
+        Some(true)
+    }
+    fn idempotent(&self) -> Option<bool> {
+        Some(true)
+    }
+    fn open_world(&self) -> Option<bool> {
+        Some(false)
     }
     async fn execute(
         &self,

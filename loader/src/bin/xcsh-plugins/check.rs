@@ -9,11 +9,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::json;
-use xcsh_loader::library::host_api_version;
+use xcsh_loader::library::{host_api_version, oldest_supported_api_version};
 use xcsh_loader::render::sanitize;
 use xcsh_loader::{Session, ToolOrigin};
 
-use crate::output::print_json;
+use crate::output::{hints_json, print_json};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -25,7 +25,7 @@ pub struct CheckArgs {
 /// What `check` found in one file.
 struct Report {
     path: PathBuf,
-    api_version: Option<&'static str>,
+    api_version: Option<String>,
     tools: Vec<serde_json::Value>,
     problems: Vec<String>,
 }
@@ -52,7 +52,7 @@ fn check_file(file: PathBuf, cwd: &std::path::Path) -> Report {
     for error in session.load_errors() {
         report.problems.push(error.cause());
     }
-    report.api_version = session.plugins().first().map(|p| p.api_version);
+    report.api_version = session.plugins().first().map(|p| p.api_version.to_string());
     for spec in session.tools() {
         if !matches!(spec.origin, ToolOrigin::Plugin(_)) {
             continue;
@@ -73,6 +73,7 @@ fn check_file(file: PathBuf, cwd: &std::path::Path) -> Report {
             "label": spec.label,
             "hidden": spec.hidden,
             "deferrable": spec.deferrable,
+            "annotations": hints_json(&spec.hints),
         }));
     }
     if report.tools.is_empty() && report.problems.is_empty() {
@@ -94,12 +95,17 @@ pub fn run(args: CheckArgs, cwd: &std::path::Path, json_output: bool) -> ExitCod
                     "path": r.path.display().to_string(),
                     "ok": r.problems.is_empty(),
                     "apiVersion": r.api_version,
+                    "capabilities": r.api_version.as_deref().map(xcsh_plugin_api::capabilities_of),
                     "tools": r.tools,
                     "problems": r.problems,
                 })
             })
             .collect();
-        print_json(&json!({"hostApiVersion": host_api_version(), "files": files}));
+        print_json(&json!({
+            "hostApiVersion": host_api_version(),
+            "oldestSupportedApiVersion": oldest_supported_api_version(),
+            "files": files,
+        }));
     } else {
         for report in &reports {
             print_report(report);
@@ -115,7 +121,7 @@ pub fn run(args: CheckArgs, cwd: &std::path::Path, json_output: bool) -> ExitCod
 fn print_report(report: &Report) {
     let path = sanitize(&report.path.display().to_string());
     if report.problems.is_empty() {
-        let version = report.api_version.unwrap_or("?");
+        let version = report.api_version.as_deref().unwrap_or("?");
         println!("ok {path} (xcsh-plugin-api {version})");
         for tool in &report.tools {
             let mut flags = Vec::new();

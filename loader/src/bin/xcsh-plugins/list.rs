@@ -9,7 +9,7 @@ use xcsh_loader::render::sanitize;
 use xcsh_loader::trust::trust_command;
 use xcsh_loader::LoadErrorKind;
 
-use crate::output::print_json;
+use crate::output::{hints_json, print_json};
 use crate::HostOptions;
 
 pub fn run(host: &HostOptions) -> ExitCode {
@@ -27,6 +27,7 @@ pub fn run(host: &HostOptions) -> ExitCode {
                     "origin": spec.origin.to_string(),
                     "hidden": spec.hidden,
                     "deferrable": spec.deferrable,
+                    "annotations": hints_json(&spec.hints),
                     "parameters": spec.parameters,
                 })
             })
@@ -46,7 +47,24 @@ pub fn run(host: &HostOptions) -> ExitCode {
             .iter()
             .map(|e| json!({"path": e.path().display().to_string(), "message": e.cause()}))
             .collect();
-        print_json(&json!({"tools": tools, "errors": errors, "untrusted": untrusted}));
+        let plugins: Vec<_> = session
+            .plugins()
+            .iter()
+            .map(|plugin| {
+                let version = plugin.api_version.to_string();
+                json!({
+                    "path": plugin.path.display().to_string(),
+                    "apiVersion": version,
+                    "capabilities": xcsh_plugin_api::capabilities_of(&version),
+                })
+            })
+            .collect();
+        print_json(&json!({
+            "tools": tools,
+            "plugins": plugins,
+            "errors": errors,
+            "untrusted": untrusted,
+        }));
     } else {
         let specs = session.tools();
         if specs.is_empty() {

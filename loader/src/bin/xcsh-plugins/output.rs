@@ -33,3 +33,14 @@ pub fn print_json(value: &serde_json::Value) {
         Err(error) => eprintln!("error: cannot encode output: {error}"),
     }
 }
+
+/// A tool's hints as `list --json` and `check --json` report them: `null` when the tool gives
+/// none (always, for a plugin built before xcsh-plugin-api 0.3).
+pub fn hints_json(hints: &xcsh_loader::ToolHints) -> serde_json::Value {
+    serde_json::json!({
+        "readOnly": hints.read_only,
+        "destructive": hints.destructive,
+        "idempotent": hints.idempotent,
+        "openWorld": hints.open_world,
+    })
+}
