@@ -1,12 +1,13 @@
-//! `xcsh-plugins mcp`: serve the loaded tools over MCP on stdio (SPEC 7) with
-//! [`xcsh_loader::mcp`].
+//! `xcsh-plugins mcp`: serve the loaded tools over MCP on stdio with
+//! [`xcsh_loader::mcp`] (the README's "Use it from an agent (MCP)").
 //!
-//! One [`xcsh_loader::Session`] (one pending-action store) lives as long as the process. `tools/list` gives
-//! every non-hidden tool plus `resolve` when it is registered; `tools/call` runs the tool in the
-//! session and maps the outcome to a `CallToolResult`: tool failures are `isError` results,
-//! never protocol errors. While something is pending, each result ends with the resolve
-//! reminder of SPEC 2.4 and carries `xcsh/pending` and `xcsh/toolChoice` in `_meta`. A
-//! `notifications/cancelled` for a running call cancels it in the session.
+//! One [`xcsh_loader::Session`] (one pending-action store) lives as long as the process.
+//! `tools/list` gives every non-hidden tool plus `resolve` when it is registered; `tools/call`
+//! runs the tool in the session and maps the outcome to a `CallToolResult`: tool failures are
+//! `isError` results, never protocol errors. While something is pending, each result ends with
+//! the resolve reminder ([`xcsh_loader::RESOLVE_REMINDER`]) and carries `xcsh/pending` and
+//! `xcsh/toolChoice` in `_meta`. A `notifications/cancelled` for a running call cancels it in
+//! the session.
 //!
 //! Stdout carries JSON-RPC only: logs go to stderr, and on Unix the process's fd 1 is pointed
 //! at stderr once the protocol has its own copy of the original stdout, so a plugin that
@@ -16,28 +17,29 @@ use std::process::ExitCode;
 
 use xcsh_loader::render::sanitize;
 
+use crate::error::CliError;
 use crate::HostOptions;
 
 /// Run the server until the client closes stdin.
-pub fn run(host: &HostOptions) -> Result<ExitCode, String> {
+pub fn run(host: &HostOptions) -> Result<ExitCode, CliError> {
     // Before any plugin code runs, so even a factory's prints stay off the protocol stream.
     let output = protocol_output()?;
     // Calls run concurrently and plugin code may block a thread: use worker threads.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))?;
     runtime.block_on(serve(host, output))
 }
 
-async fn serve(host: &HostOptions, output: Output) -> Result<ExitCode, String> {
+async fn serve(host: &HostOptions, output: Output) -> Result<ExitCode, CliError> {
     let session = host.session().build();
     for error in session.load_errors() {
         eprintln!("warning: {}", sanitize(&error.to_string()));
     }
     let reason = xcsh_loader::mcp::serve(session, tokio::io::stdin(), output)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| CliError::Failure(e.to_string()))?;
     tracing::info!(?reason, "MCP client disconnected");
     Ok(ExitCode::SUCCESS)
 }
@@ -51,34 +53,34 @@ type Output = tokio::io::Stdout;
 /// Keep a private copy of stdout for the protocol, then point fd 1 at stderr: anything else
 /// that writes to stdout (a plugin's `println!`, a C library) lands in the log instead.
 #[cfg(unix)]
-fn protocol_output() -> Result<Output, String> {
+fn protocol_output() -> Result<Output, CliError> {
     use std::io::Write;
     use std::os::fd::AsFd;
 
     let mut stdout = std::io::stdout().lock();
     stdout
         .flush()
-        .map_err(|e| format!("cannot flush stdout: {e}"))?;
+        .map_err(|e| CliError::Failure(format!("cannot flush stdout: {e}")))?;
     // A close-on-exec duplicate, so programs that tools spawn do not inherit the stream.
     let protocol = stdout
         .as_fd()
         .try_clone_to_owned()
-        .map_err(|e| format!("cannot duplicate stdout: {e}"))?;
+        .map_err(|e| CliError::Failure(format!("cannot duplicate stdout: {e}")))?;
     // SAFETY: dup2 takes two descriptors this process owns for its whole life (stdout and
     // stderr) and touches no memory; Rust's `Stdout` only ever refers to fd 1 by number, so
     // it keeps working (now writing to stderr). The stdout lock held here keeps other threads
     // of this program from writing mid-swap.
     if unsafe { libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) } < 0 {
-        return Err(format!(
+        return Err(CliError::Failure(format!(
             "cannot redirect stdout to stderr: {}",
             std::io::Error::last_os_error()
-        ));
+        )));
     }
     drop(stdout);
     Ok(tokio::fs::File::from_std(std::fs::File::from(protocol)))
 }
 
 #[cfg(not(unix))]
-fn protocol_output() -> Result<Output, String> {
+fn protocol_output() -> Result<Output, CliError> {
     Ok(tokio::io::stdout())
 }
