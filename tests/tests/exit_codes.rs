@@ -60,10 +60,22 @@ fn arguments_that_are_not_json_are_a_usage_error() {
 }
 
 #[test]
-fn an_unknown_tool_is_a_usage_error_and_nothing_runs() {
+fn an_unknown_tool_is_a_usage_error() {
     let dir = scratch(&[]);
     let output = run(&["call", "no_such_tool", "{}"], dir.path());
     assert_usage_error(&output, &["\"no_such_tool\"", "unknown tool"]);
+    // When plugins failed to load, the message says so: the tool may be in one of them.
+    let junk = dir.path().join(lib_name("junk"));
+    std::fs::write(&junk, "junk").unwrap();
+    let output = run(
+        &["--plugin", junk.to_str().unwrap(), "call", "no_such_tool"],
+        dir.path(),
+    );
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("warning: "), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.contains("1 plugin file(s) failed to load"), "{err}");
 }
 
 #[test]

@@ -95,15 +95,17 @@ fn ensure_known(session: &Session, tool: &str) -> Result<(), CliError> {
     if session.tools().iter().any(|spec| spec.name == tool) {
         return Ok(());
     }
-    let failed = session.load_errors().len();
-    let also = if failed == 0 {
-        String::new()
-    } else {
-        format!(" ({failed} plugin load error(s), see the warnings)")
+    let message = match session.load_errors().len() {
+        0 => format!(
+            "unknown tool \"{tool}\": no loaded tool has that name; \
+             `xcsh-plugins list` shows the tools"
+        ),
+        failed => format!(
+            "unknown tool \"{tool}\": no loaded tool has that name, and {failed} plugin \
+             file(s) failed to load; `xcsh-plugins list` shows the tools and the load errors"
+        ),
     };
-    Err(CliError::Usage(format!(
-        "unknown tool \"{tool}\": no loaded tool has that name{also}; `xcsh-plugins list` shows the tools"
-    )))
+    Err(CliError::Usage(message))
 }
 
 fn options(timeout: Option<Duration>) -> CallOptions {

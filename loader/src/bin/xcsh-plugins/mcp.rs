@@ -13,11 +13,13 @@
 //! at stderr once the protocol has its own copy of the original stdout, so a plugin that
 //! prints cannot corrupt the stream.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use xcsh_loader::render::sanitize;
 
 use crate::error::CliError;
+use crate::output::QuietOnClose;
 use crate::HostOptions;
 
 /// Run the server until the client closes stdin.
@@ -34,8 +36,10 @@ pub fn run(host: &HostOptions) -> Result<ExitCode, CliError> {
 
 async fn serve(host: &HostOptions, output: Output) -> Result<ExitCode, CliError> {
     let session = host.session().build();
+    let mut stderr = QuietOnClose::new(std::io::stderr());
     for error in session.load_errors() {
-        eprintln!("warning: {}", sanitize(&error.to_string()));
+        // A log line: a closed stderr must not end the server.
+        let _ = writeln!(stderr, "warning: {}", sanitize(&error.to_string()));
     }
     let reason = xcsh_loader::mcp::serve(session, tokio::io::stdin(), output)
         .await
@@ -54,7 +58,6 @@ type Output = tokio::io::Stdout;
 /// that writes to stdout (a plugin's `println!`, a C library) lands in the log instead.
 #[cfg(unix)]
 fn protocol_output() -> Result<Output, CliError> {
-    use std::io::Write;
     use std::os::fd::AsFd;
 
     let mut stdout = std::io::stdout().lock();
