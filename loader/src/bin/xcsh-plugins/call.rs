@@ -1,18 +1,22 @@
 //! `xcsh-plugins call TOOL [JSON]`: run one tool in a fresh session, then finish every pending
-//! action it left, newest first, with an explicit decision. Without one (no `--apply`, no
-//! `--discard`, no terminal to ask on) pending actions are discarded: nothing is applied
-//! without a decision.
+//! action it left, newest first, with an explicit decision (see `decide`). Without one (no
+//! `--apply`, no `--discard`, no terminal to ask on) pending actions are discarded: nothing is
+//! applied without a decision.
+//!
+//! As text the call is shown as it happens, so a user asked to decide has seen the preview;
+//! with `--json` the whole [`CallReport`] comes at the end.
 
-use std::io::{BufRead, IsTerminal, Read, Write};
-use std::process::ExitCode;
+use std::io::Read;
 use std::time::Duration;
 
 use clap::Args;
 use serde_json::{json, Value};
-use xcsh_loader::render::sanitize;
-use xcsh_loader::{render_resolve, CallOptions, RenderStyle, Session, ToolOutcome};
+use xcsh_loader::{CallOptions, Session, RESOLVE_TOOL_NAME};
 
-use crate::output::{print_json, stdout_color, width};
+use crate::decide::{decide, Decision, DecisionFlags};
+use crate::error::CliError;
+use crate::output::Output;
+use crate::report::{CallPreview, CallReport, LoadWarnings, Outcome};
 use crate::HostOptions;
 
 #[derive(Debug, Args)]
@@ -39,35 +43,69 @@ pub struct CallArgs {
     timeout: Option<f64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Decision {
-    Apply,
-    Discard,
-}
-
-impl Decision {
-    fn as_str(self) -> &'static str {
-        match self {
-            Decision::Apply => "apply",
-            Decision::Discard => "discard",
+impl CallArgs {
+    fn decision_flags(&self) -> DecisionFlags<'_> {
+        let decided = if self.apply {
+            Some(Decision::Apply)
+        } else if self.discard {
+            Some(Decision::Discard)
+        } else {
+            None
+        };
+        DecisionFlags {
+            decided,
+            reason: self.reason.as_deref(),
         }
     }
 }
 
-fn read_arguments(args: &CallArgs) -> Result<Value, String> {
+/// The arguments as JSON: from the command line, from stdin for `-`, or `{}`.
+fn read_arguments(args: &CallArgs) -> Result<Value, CliError> {
     let text = match args.arguments.as_deref() {
         None => return Ok(json!({})),
         Some("-") => {
             let mut text = String::new();
             std::io::stdin()
                 .read_to_string(&mut text)
-                .map_err(|e| format!("cannot read arguments from stdin: {e}"))?;
+                .map_err(|e| CliError::Failure(format!("cannot read arguments from stdin: {e}")))?;
             text
         }
         Some(text) => text.to_owned(),
     };
-    serde_json::from_str(&text)
-        .map_err(|e| format!("arguments for {} are not valid JSON: {e}", args.tool))
+    serde_json::from_str(&text).map_err(|e| {
+        CliError::Usage(format!(
+            "arguments for {} are not valid JSON: {e}",
+            args.tool
+        ))
+    })
+}
+
+fn read_timeout(seconds: Option<f64>) -> Result<Option<Duration>, CliError> {
+    match seconds {
+        Some(secs) if secs.is_finite() && secs > 0.0 => Ok(Some(Duration::from_secs_f64(secs))),
+        Some(secs) => Err(CliError::Usage(format!(
+            "--timeout must be a positive number of seconds, got {secs}"
+        ))),
+        None => Ok(None),
+    }
+}
+
+/// Refuse a tool the session does not have, before anything runs.
+fn ensure_known(session: &Session, tool: &str) -> Result<(), CliError> {
+    if session.tools().iter().any(|spec| spec.name == tool) {
+        return Ok(());
+    }
+    let message = match session.load_errors().len() {
+        0 => format!(
+            "unknown tool \"{tool}\": no loaded tool has that name; \
+             `xcsh-plugins list` shows the tools"
+        ),
+        failed => format!(
+            "unknown tool \"{tool}\": no loaded tool has that name, and {failed} plugin \
+             file(s) failed to load; `xcsh-plugins list` shows the tools and the load errors"
+        ),
+    };
+    Err(CliError::Usage(message))
 }
 
 fn options(timeout: Option<Duration>) -> CallOptions {
@@ -77,163 +115,59 @@ fn options(timeout: Option<Duration>) -> CallOptions {
     }
 }
 
-pub async fn run(host: &HostOptions, args: CallArgs) -> Result<ExitCode, String> {
+/// Run the call and resolve what it left pending; the report is already shown when this
+/// returns.
+pub async fn run(
+    host: &HostOptions,
+    args: CallArgs,
+    output: &mut Output,
+) -> Result<CallReport, CliError> {
     let arguments = read_arguments(&args)?;
-    let timeout = match args.timeout {
-        Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
-        Some(secs) => {
-            return Err(format!(
-                "--timeout must be a positive number of seconds, got {secs}"
-            ))
-        }
-        None => None,
-    };
+    let timeout = read_timeout(args.timeout)?;
     let mut builder = host.session();
     if args.no_store {
         builder = builder.without_store();
     }
     let session = builder.build();
-    if !host.json {
-        for error in session.load_errors() {
-            eprintln!("warning: {}", sanitize(&error.to_string()));
-        }
-    }
-    let outcome = session
-        .call_with(&args.tool, arguments, options(timeout))
-        .await;
+    let load_errors: Vec<String> = session
+        .load_errors()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    output.step(&LoadWarnings(load_errors.clone()))?;
+    ensure_known(&session, &args.tool)?;
+    let outcome = Outcome(
+        session
+            .call_with(&args.tool, arguments, options(timeout))
+            .await,
+    );
     let pending: Vec<String> = session
         .store()
         .map(|s| s.summaries().into_iter().map(|p| p.label).collect())
         .unwrap_or_default();
-    if !host.json {
-        print_outcome(&outcome);
-        if !pending.is_empty() {
-            println!("\nPending actions (newest first):");
-            for (i, label) in pending.iter().enumerate() {
-                println!("  {}. {}", i + 1, sanitize(label));
-            }
-        }
-    }
-    let resolutions = resolve_pending(&session, &args, host.json, timeout).await?;
-    let failed = outcome.is_error || resolutions.iter().any(|r| r.is_error);
-    if host.json {
-        let load_errors: Vec<String> = session
-            .load_errors()
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        print_json(&json!({
-            "tool": args.tool,
-            "isError": outcome.is_error,
-            "result": outcome.result,
-            "pending": pending,
-            "resolutions": resolutions.iter().map(|r| json!({"isError": r.is_error, "result": r.result})).collect::<Vec<_>>(),
-            "loadErrors": load_errors,
-        }));
-    }
-    Ok(if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-fn print_outcome(outcome: &ToolOutcome) {
-    let text = sanitize_block(&outcome.text());
-    if outcome.is_error {
-        eprintln!("error: {text}");
-    } else if !text.is_empty() {
-        println!("{text}");
-    }
-}
-
-/// Sanitise each line of a multi-line text, keeping the line breaks.
-fn sanitize_block(text: &str) -> String {
-    text.lines().map(sanitize).collect::<Vec<_>>().join("\n")
-}
-
-async fn resolve_pending(
-    session: &Session,
-    args: &CallArgs,
-    json_output: bool,
-    timeout: Option<Duration>,
-) -> Result<Vec<ToolOutcome>, String> {
+    output.step(&CallPreview {
+        outcome: &outcome,
+        pending: &pending,
+    })?;
     let mut resolutions = Vec::new();
-    let style = RenderStyle {
-        width: width(),
-        color: stdout_color() && !json_output,
-    };
     while let Some(top) = session.store().and_then(|s| s.peek()) {
-        let (decision, reason) = decide(args, &top.label)?;
-        let outcome = session
-            .call_with(
-                xcsh_loader::RESOLVE_TOOL_NAME,
-                json!({"action": decision.as_str(), "reason": reason}),
-                options(timeout),
-            )
-            .await;
-        if !json_output {
-            print_outcome(&outcome);
-            print!("{}", render_resolve(&outcome, style));
-            println!();
-        }
-        resolutions.push(outcome);
+        let (decision, reason) = decide(args.decision_flags(), &top.label, output)?;
+        let arguments = json!({"action": decision.as_str(), "reason": reason});
+        let resolution = Outcome(
+            session
+                .call_with(RESOLVE_TOOL_NAME, arguments, options(timeout))
+                .await,
+        );
+        output.step(&resolution)?;
+        resolutions.push(resolution);
     }
-    Ok(resolutions)
-}
-
-/// The decision for one pending action: from the flags, from the user on a terminal, or
-/// discard.
-fn decide(args: &CallArgs, label: &str) -> Result<(Decision, String), String> {
-    if args.apply || args.discard {
-        let decision = if args.apply {
-            Decision::Apply
-        } else {
-            Decision::Discard
-        };
-        return Ok((decision, args.reason.clone().unwrap_or_default()));
-    }
-    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
-        let reason = args
-            .reason
-            .clone()
-            .unwrap_or_else(|| "no decision given (non-interactive); nothing applied".to_owned());
-        return Ok((Decision::Discard, reason));
-    }
-    let stdin = std::io::stdin();
-    loop {
-        print!("Apply \"{}\"? [a]pply / [d]iscard: ", sanitize(label));
-        std::io::stdout().flush().map_err(|e| e.to_string())?;
-        let mut answer = String::new();
-        if stdin
-            .lock()
-            .read_line(&mut answer)
-            .map_err(|e| e.to_string())?
-            == 0
-        {
-            return Ok((
-                Decision::Discard,
-                "input closed; nothing applied".to_owned(),
-            ));
-        }
-        let decision = match answer.trim().to_ascii_lowercase().as_str() {
-            "a" | "apply" | "y" | "yes" => Decision::Apply,
-            "d" | "discard" | "n" | "no" => Decision::Discard,
-            _ => continue,
-        };
-        let reason = match &args.reason {
-            Some(reason) => reason.clone(),
-            None => {
-                print!("Reason (optional): ");
-                std::io::stdout().flush().map_err(|e| e.to_string())?;
-                let mut reason = String::new();
-                stdin
-                    .lock()
-                    .read_line(&mut reason)
-                    .map_err(|e| e.to_string())?;
-                reason.trim().to_owned()
-            }
-        };
-        return Ok((decision, reason));
-    }
+    let report = CallReport {
+        tool: args.tool,
+        outcome,
+        pending,
+        resolutions,
+        load_errors,
+    };
+    output.finish(&report)?;
+    Ok(report)
 }

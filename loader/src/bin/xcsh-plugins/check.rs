@@ -4,16 +4,13 @@
 //! the ABI and version check, the factory, every tool's name, label, description and
 //! parameter schema. Exit 1 on any problem.
 
-use std::path::PathBuf;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
-use serde_json::json;
 use xcsh_loader::library::{host_api_version, oldest_supported_api_version};
-use xcsh_loader::render::sanitize;
 use xcsh_loader::{Session, ToolOrigin};
 
-use crate::output::{hints_json, print_json};
+use crate::report::{Annotations, CheckReport, CheckedTool, FileCheck};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -22,129 +19,64 @@ pub struct CheckArgs {
     files: Vec<PathBuf>,
 }
 
-/// What `check` found in one file.
-struct Report {
-    path: PathBuf,
-    api_version: Option<String>,
-    tools: Vec<serde_json::Value>,
-    problems: Vec<String>,
+/// Check every file named in `args` (relative paths are relative to the directory the command
+/// runs in, like `--plugin`), each in a fresh session rooted at `cwd`.
+pub fn run(args: CheckArgs, cwd: &Path) -> CheckReport {
+    CheckReport {
+        host_api_version: host_api_version(),
+        oldest_supported_api_version: oldest_supported_api_version(),
+        files: args.files.iter().map(|f| check_file(f, cwd)).collect(),
+    }
 }
 
-fn check_file(file: PathBuf, cwd: &std::path::Path) -> Report {
-    let path = cwd.join(&file);
-    let mut report = Report {
-        path: file,
-        api_version: None,
-        tools: Vec::new(),
-        problems: Vec::new(),
-    };
-    if !path.is_file() {
-        report.problems.push(match std::fs::metadata(&path) {
+fn check_file(file: &Path, cwd: &Path) -> FileCheck {
+    let path = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
+    let mut problems = Vec::new();
+    let mut tools = Vec::new();
+    let mut api_version = None;
+    if path.is_file() {
+        let session = Session::builder(cwd)
+            .default_dirs(false)
+            .plugin(&path)
+            .build();
+        problems.extend(session.load_errors().iter().map(|e| e.cause()));
+        api_version = session.plugins().first().map(|p| p.api_version.to_string());
+        for spec in session.tools() {
+            if !matches!(spec.origin, ToolOrigin::Plugin(_)) {
+                continue;
+            }
+            if spec.label.trim().is_empty() {
+                problems.push(format!("tool \"{}\" has an empty label", spec.name));
+            }
+            if spec.description.trim().is_empty() {
+                problems.push(format!(
+                    "tool \"{}\" has an empty description (the model relies on it)",
+                    spec.name
+                ));
+            }
+            tools.push(CheckedTool {
+                name: spec.name.clone(),
+                label: spec.label.clone(),
+                hidden: spec.hidden,
+                deferrable: spec.deferrable,
+                annotations: Annotations::from(&spec.hints),
+            });
+        }
+        if tools.is_empty() && problems.is_empty() {
+            problems.push("the plugin's factory returned no tools".to_owned());
+        }
+    } else {
+        problems.push(match std::fs::metadata(&path) {
             Ok(_) => "not a regular file".to_owned(),
             Err(error) => format!("cannot read: {error}"),
         });
-        return report;
     }
-    let session = Session::builder(cwd)
-        .default_dirs(false)
-        .plugin(&path)
-        .build();
-    for error in session.load_errors() {
-        report.problems.push(error.cause());
-    }
-    report.api_version = session.plugins().first().map(|p| p.api_version.to_string());
-    for spec in session.tools() {
-        if !matches!(spec.origin, ToolOrigin::Plugin(_)) {
-            continue;
-        }
-        if spec.label.trim().is_empty() {
-            report
-                .problems
-                .push(format!("tool \"{}\" has an empty label", spec.name));
-        }
-        if spec.description.trim().is_empty() {
-            report.problems.push(format!(
-                "tool \"{}\" has an empty description (the model relies on it)",
-                spec.name
-            ));
-        }
-        report.tools.push(json!({
-            "name": spec.name,
-            "label": spec.label,
-            "hidden": spec.hidden,
-            "deferrable": spec.deferrable,
-            "annotations": hints_json(&spec.hints),
-        }));
-    }
-    if report.tools.is_empty() && report.problems.is_empty() {
-        report
-            .problems
-            .push("the plugin's factory returned no tools".to_owned());
-    }
-    report
-}
-
-pub fn run(args: CheckArgs, cwd: &std::path::Path, json_output: bool) -> ExitCode {
-    let reports: Vec<Report> = args.files.into_iter().map(|f| check_file(f, cwd)).collect();
-    let failed = reports.iter().any(|r| !r.problems.is_empty());
-    if json_output {
-        let files: Vec<_> = reports
-            .iter()
-            .map(|r| {
-                json!({
-                    "path": r.path.display().to_string(),
-                    "ok": r.problems.is_empty(),
-                    "apiVersion": r.api_version,
-                    "capabilities": r.api_version.as_deref().map(xcsh_plugin_api::capabilities_of),
-                    "tools": r.tools,
-                    "problems": r.problems,
-                })
-            })
-            .collect();
-        print_json(&json!({
-            "hostApiVersion": host_api_version(),
-            "oldestSupportedApiVersion": oldest_supported_api_version(),
-            "files": files,
-        }));
-    } else {
-        for report in &reports {
-            print_report(report);
-        }
-    }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-fn print_report(report: &Report) {
-    let path = sanitize(&report.path.display().to_string());
-    if report.problems.is_empty() {
-        let version = report.api_version.as_deref().unwrap_or("?");
-        println!("ok {path} (xcsh-plugin-api {version})");
-        for tool in &report.tools {
-            let mut flags = Vec::new();
-            if tool["hidden"] == true {
-                flags.push("hidden");
-            }
-            if tool["deferrable"] == true {
-                flags.push("deferrable");
-            }
-            let name = tool["name"].as_str().unwrap_or_default();
-            let label = tool["label"].as_str().unwrap_or_default();
-            let flags = if flags.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", flags.join(", "))
-            };
-            println!("  tool {}  {}{flags}", sanitize(name), sanitize(label));
-        }
-    } else {
-        for problem in &report.problems {
-            // One line per problem: long causes (ABI layout diffs) keep their first line.
-            let first = problem.lines().next().unwrap_or_default();
-            eprintln!("FAIL {path}: {}", sanitize(first));
-        }
+    FileCheck {
+        path: file.display().to_string(),
+        ok: problems.is_empty(),
+        capabilities: api_version.as_deref().map(xcsh_plugin_api::capabilities_of),
+        api_version,
+        tools,
+        problems,
     }
 }

@@ -2,13 +2,16 @@
 //! batch rename, applies it through `resolve`, previews a second change and discards it,
 //! printing each step the way an agent runtime would see it.
 
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::{json, Value};
 use xcsh_loader::render::sanitize;
 use xcsh_loader::{render_resolve, Provider, RenderStyle, Session, ToolOutcome};
 
+use crate::error::CliError;
 use crate::output::{stdout_color, width};
 use crate::HostOptions;
 
@@ -85,78 +88,95 @@ fn listing(dir: &Path) -> String {
 
 struct Demo<'a> {
     session: &'a Session,
+    out: &'a mut dyn Write,
     style: RenderStyle,
     step: u32,
 }
 
 impl Demo<'_> {
-    fn heading(&mut self, text: &str) {
+    fn heading(&mut self, text: &str) -> io::Result<()> {
         self.step += 1;
         let line = format!("── Step {}: {text}", self.step);
         if self.style.color {
-            println!("\n\x1b[1m{line}\x1b[0m");
+            writeln!(self.out, "\n\x1b[1m{line}\x1b[0m")?;
         } else {
-            println!("\n{line}");
+            writeln!(self.out, "\n{line}")?;
         }
+        Ok(())
     }
 
-    async fn call(&self, tool: &str, arguments: Value) -> ToolOutcome {
-        println!("model calls {tool} {arguments}");
+    async fn call(&mut self, tool: &str, arguments: Value) -> io::Result<ToolOutcome> {
+        writeln!(self.out, "model calls {tool} {arguments}")?;
         let outcome = self.session.call(tool, arguments).await;
         let text = outcome.text();
         for line in text.lines() {
-            println!("  │ {}", sanitize(line));
+            writeln!(self.out, "  │ {}", sanitize(line))?;
         }
         if outcome.is_error {
-            println!("  (error result)");
+            writeln!(self.out, "  (error result)")?;
         }
-        outcome
+        Ok(outcome)
     }
 
-    fn show_pending(&self) {
+    fn show_pending(&mut self) -> io::Result<()> {
         let Some(store) = self.session.store() else {
-            return;
+            return Ok(());
         };
         for (i, pending) in store.summaries().iter().enumerate() {
-            println!("pending #{}: {}", i + 1, sanitize(&pending.label));
+            writeln!(self.out, "pending #{}: {}", i + 1, sanitize(&pending.label))?;
         }
         for message in self.session.take_steering_messages() {
-            println!(
+            writeln!(
+                self.out,
                 "hidden reminder queued for the model ({}, from {}):",
                 message.tag, message.source_tool_name
-            );
+            )?;
             for line in message.content.lines() {
-                println!("  {line}");
+                writeln!(self.out, "  {line}")?;
             }
         }
         if let Some(choice) = self.session.tool_choice(Provider::Anthropic) {
-            println!("next request's tool choice (anthropic): {}", choice.json);
+            writeln!(
+                self.out,
+                "next request's tool choice (anthropic): {}",
+                choice.json
+            )?;
         }
+        Ok(())
     }
 
-    async fn resolve(&self, action: &str, reason: &str) -> Result<(), String> {
+    async fn resolve(&mut self, action: &str, reason: &str) -> Result<(), CliError> {
         let outcome = self
             .call("resolve", json!({"action": action, "reason": reason}))
-            .await;
-        print!("{}", render_resolve(&outcome, self.style));
-        println!();
+            .await?;
+        write!(self.out, "{}", render_resolve(&outcome, self.style))?;
+        writeln!(self.out)?;
         if outcome.is_error {
-            return Err(format!("resolve {action} failed: {}", outcome.text()));
+            return Err(CliError::Failure(format!(
+                "resolve {action} failed: {}",
+                outcome.text()
+            )));
         }
         Ok(())
     }
 }
 
-pub async fn run(host: &HostOptions, args: DemoArgs) -> Result<(), String> {
-    let scratch = scratch_dir(args.keep)?;
+/// Run the walkthrough, narrating on `out`.
+pub async fn run(
+    host: &HostOptions,
+    args: DemoArgs,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CliError> {
+    let scratch = scratch_dir(args.keep).map_err(CliError::Failure)?;
     let dir = scratch.dir.clone();
-    write(&dir, "draft_intro.md", "# Intro\n")?;
-    write(&dir, "draft_usage.md", "# Usage\n")?;
+    write(&dir, "draft_intro.md", "# Intro\n").map_err(CliError::Failure)?;
+    write(&dir, "draft_usage.md", "# Usage\n").map_err(CliError::Failure)?;
     write(
         &dir,
         "src/lib.rs",
         "pub fn total(xs: &[u32]) -> u32 {\n    xs.iter().fold(0, |a, b| a + b)\n}\n\npub fn report(xs: &[u32]) {\n    println!(\"{}\", total(xs));\n}\n",
-    )?;
+    )
+    .map_err(CliError::Failure)?;
 
     let mut host = host.clone();
     host.cwd = dir.clone();
@@ -164,11 +184,11 @@ pub async fn run(host: &HostOptions, args: DemoArgs) -> Result<(), String> {
         match bundled_plugin_dir() {
             Some(bundled) => host.plugins.push(bundled),
             None => {
-                return Err(
+                return Err(CliError::Failure(
                     "the bundled plugins are not next to this executable; build them with \
                      `cargo build --release --workspace`, or pass --plugin"
                         .to_owned(),
-                )
+                ))
             }
         }
     }
@@ -179,19 +199,23 @@ pub async fn run(host: &HostOptions, args: DemoArgs) -> Result<(), String> {
             .plugin(resolve_bundled(&host.plugins)),
     )
     .build();
-    println!("xcsh-plugins demo — scratch directory {}", dir.display());
-    println!("files: {}", listing(&dir));
+    writeln!(
+        out,
+        "xcsh-plugins demo — scratch directory {}",
+        dir.display()
+    )?;
+    writeln!(out, "files: {}", listing(&dir))?;
     for error in session.load_errors() {
-        println!("load error: {}", sanitize(&error.to_string()));
+        writeln!(out, "load error: {}", sanitize(&error.to_string()))?;
     }
-    println!("tools offered to the model:");
+    writeln!(out, "tools offered to the model:")?;
     for spec in session.tools() {
         let flags = match (spec.hidden, spec.deferrable) {
             (true, _) => " (hidden)",
             (false, true) => " (deferrable: previews, then waits for resolve)",
             _ => "",
         };
-        println!("  {}{flags}", spec.name);
+        writeln!(out, "  {}{flags}", spec.name)?;
     }
     let style = RenderStyle {
         width: width(),
@@ -199,29 +223,33 @@ pub async fn run(host: &HostOptions, args: DemoArgs) -> Result<(), String> {
     };
     let mut demo = Demo {
         session: &session,
+        out,
         style,
         step: 0,
     };
 
-    demo.heading("a plugin previews a batch rename (nothing is renamed yet)");
+    demo.heading("a plugin previews a batch rename (nothing is renamed yet)")?;
     let preview = demo
         .call(
             "batch_rename_preview",
             json!({"files": ["draft_intro.md", "draft_usage.md"], "find": "draft_", "replace": ""}),
         )
-        .await;
+        .await?;
     if preview.is_error {
-        return Err(format!("the preview failed: {}", preview.text()));
+        return Err(CliError::Failure(format!(
+            "the preview failed: {}",
+            preview.text()
+        )));
     }
-    demo.show_pending();
-    println!("files: {}", listing(&dir));
+    demo.show_pending()?;
+    writeln!(demo.out, "files: {}", listing(&dir))?;
 
-    demo.heading("the model resolves it: apply");
+    demo.heading("the model resolves it: apply")?;
     demo.resolve("apply", "the new names match the docs index")
         .await?;
-    println!("files: {}", listing(&dir));
+    writeln!(demo.out, "files: {}", listing(&dir))?;
 
-    demo.heading("a second preview, which the model discards");
+    demo.heading("a second preview, which the model discards")?;
     let has_ast_edit = session.tools().iter().any(|t| t.name == "ast_edit");
     let before = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap_or_default();
     let second = if has_ast_edit {
@@ -229,18 +257,21 @@ pub async fn run(host: &HostOptions, args: DemoArgs) -> Result<(), String> {
             "ast_edit",
             json!({"ops": [{"pat": "$X.iter().fold(0, |a, b| a + b)", "out": "$X.iter().sum()"}], "lang": "rust", "path": "src"}),
         )
-        .await
+        .await?
     } else {
         demo.call(
             "batch_rename_preview",
             json!({"files": ["intro.md"], "find": "intro", "replace": "overview"}),
         )
-        .await
+        .await?
     };
     if second.is_error {
-        return Err(format!("the second preview failed: {}", second.text()));
+        return Err(CliError::Failure(format!(
+            "the second preview failed: {}",
+            second.text()
+        )));
     }
-    demo.show_pending();
+    demo.show_pending()?;
     let reason = if has_ast_edit {
         "keep the explicit fold for now"
     } else {
@@ -248,7 +279,8 @@ pub async fn run(host: &HostOptions, args: DemoArgs) -> Result<(), String> {
     };
     demo.resolve("discard", reason).await?;
     let after = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap_or_default();
-    println!(
+    writeln!(
+        demo.out,
         "files: {} (src/lib.rs {})",
         listing(&dir),
         if before == after {
@@ -256,15 +288,20 @@ pub async fn run(host: &HostOptions, args: DemoArgs) -> Result<(), String> {
         } else {
             "CHANGED"
         }
-    );
+    )?;
     if session.has_pending() || before != after {
-        return Err("the demo left something pending or changed a discarded file".to_owned());
+        return Err(CliError::Failure(
+            "the demo left something pending or changed a discarded file".to_owned(),
+        ));
     }
-    println!("\nDone: one change applied, one discarded, nothing pending.");
+    writeln!(
+        demo.out,
+        "\nDone: one change applied, one discarded, nothing pending."
+    )?;
     if args.keep {
-        println!("scratch directory kept at {}", dir.display());
+        writeln!(demo.out, "scratch directory kept at {}", dir.display())?;
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The bundled sample plugin inside the given directories (or the paths as given).

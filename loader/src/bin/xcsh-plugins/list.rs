@@ -2,115 +2,20 @@
 //! project-local plugins that were not loaded because they are not trusted (or changed since),
 //! each with the command that trusts it.
 
-use std::process::ExitCode;
-
-use serde_json::json;
-use xcsh_loader::render::sanitize;
-use xcsh_loader::trust::trust_command;
-use xcsh_loader::LoadErrorKind;
-
-use crate::output::{hints_json, print_json};
+use crate::report::{ListReport, ListedPlugin, ListedTool, LoadProblem, UntrustedPlugin};
 use crate::HostOptions;
 
-pub fn run(host: &HostOptions) -> ExitCode {
+/// Load everything the options name and report it.
+pub fn run(host: &HostOptions) -> ListReport {
     let session = host.session().build();
     let errors = session.load_errors();
-    if host.json {
-        let tools: Vec<_> = session
-            .tools()
-            .into_iter()
-            .map(|spec| {
-                json!({
-                    "name": spec.name,
-                    "label": spec.label,
-                    "description": spec.description,
-                    "origin": spec.origin.to_string(),
-                    "hidden": spec.hidden,
-                    "deferrable": spec.deferrable,
-                    "annotations": hints_json(&spec.hints),
-                    "parameters": spec.parameters,
-                })
-            })
-            .collect();
-        let untrusted: Vec<_> = errors
+    ListReport {
+        tools: session.tools().into_iter().map(ListedTool::from).collect(),
+        plugins: session.plugins().iter().map(ListedPlugin::from).collect(),
+        errors: errors.iter().map(LoadProblem::from).collect(),
+        untrusted: errors
             .iter()
-            .filter_map(|e| match (&e.path, &e.kind) {
-                (path, LoadErrorKind::Untrusted { changed }) => Some(json!({
-                    "path": path.display().to_string(),
-                    "changed": changed,
-                    "trustCommand": trust_command(path),
-                })),
-                _ => None,
-            })
-            .collect();
-        let errors: Vec<_> = errors
-            .iter()
-            .map(|e| json!({"path": e.path().display().to_string(), "message": e.cause()}))
-            .collect();
-        let plugins: Vec<_> = session
-            .plugins()
-            .iter()
-            .map(|plugin| {
-                let version = plugin.api_version.to_string();
-                json!({
-                    "path": plugin.path.display().to_string(),
-                    "apiVersion": version,
-                    "capabilities": xcsh_plugin_api::capabilities_of(&version),
-                })
-            })
-            .collect();
-        print_json(&json!({
-            "tools": tools,
-            "plugins": plugins,
-            "errors": errors,
-            "untrusted": untrusted,
-        }));
-    } else {
-        let specs = session.tools();
-        if specs.is_empty() {
-            println!("No tools loaded.");
-        }
-        for spec in specs {
-            let mut flags = Vec::new();
-            if spec.hidden {
-                flags.push("hidden");
-            }
-            if spec.deferrable {
-                flags.push("deferrable");
-            }
-            let flags = if flags.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", flags.join(", "))
-            };
-            println!(
-                "{}  {}{}\n    from {}",
-                sanitize(&spec.name),
-                sanitize(&spec.label),
-                flags,
-                sanitize(&spec.origin.to_string())
-            );
-        }
-        for error in errors {
-            if let (path, LoadErrorKind::Untrusted { changed }) = (&error.path, &error.kind) {
-                let why = if *changed {
-                    "changed since it was trusted"
-                } else {
-                    "not trusted"
-                };
-                eprintln!(
-                    "untrusted: {} ({why}, not loaded)\n    review it, then: {}",
-                    sanitize(&path.display().to_string()),
-                    sanitize(&trust_command(path))
-                );
-            } else {
-                eprintln!("load error: {}", sanitize(&error.to_string()));
-            }
-        }
-    }
-    if errors.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+            .filter_map(UntrustedPlugin::from_error)
+            .collect(),
     }
 }

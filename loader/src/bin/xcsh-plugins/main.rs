@@ -3,6 +3,12 @@
 //! It loads plugins like an agent runtime would (explicit `--plugin` paths, then the project's
 //! and the user's tool directories), lists them, and runs one tool call in a fresh session,
 //! finishing any pending action it leaves with an explicit decision.
+//!
+//! The binary is a thin layer over the library: each command computes a plain report
+//! (`report`) from `xcsh_loader`'s public API and hands it to `output`, the one place that
+//! writes text or `--json`. A command that cannot produce a report returns a [`CliError`],
+//! which `main` reports once. Exit codes are the README's: 0 success, 1 a tool error, a
+//! failed resolve or a load problem, 2 bad usage.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,13 +17,20 @@ use clap::{Parser, Subcommand};
 
 mod call;
 mod check;
+mod decide;
 mod demo;
+mod error;
 mod list;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod new;
 mod output;
+mod report;
 mod trust;
+
+use error::CliError;
+use output::{Output, Text};
+use report::Report;
 
 /// Load, inspect and run xcsh native tool plugins.
 #[derive(Debug, Parser)]
@@ -66,7 +79,6 @@ pub struct HostOptions {
     pub plugins: Vec<PathBuf>,
     pub default_dirs: bool,
     pub cwd: PathBuf,
-    pub json: bool,
 }
 
 impl HostOptions {
@@ -90,11 +102,12 @@ pub fn with_builtins(builder: xcsh_loader::SessionBuilder) -> xcsh_loader::Sessi
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
-    match run(cli) {
+    let mut output = Output::new(cli.json);
+    match run(cli, &mut output) {
         Ok(code) => code,
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::FAILURE
+        Err(error) => {
+            output.error(&error);
+            error.exit_code()
         }
     }
 }
@@ -109,38 +122,69 @@ fn init_logging() {
         .try_init();
 }
 
-fn run(cli: Cli) -> Result<ExitCode, String> {
-    let cwd = match cli.cwd {
-        Some(dir) => dir
-            .canonicalize()
-            .map_err(|e| format!("--cwd {}: {e}", dir.display()))?,
-        None => std::env::current_dir()
-            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+/// The session's working directory: `--cwd`, which must be an existing directory, or the
+/// process's own.
+fn session_cwd(cwd: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    let Some(dir) = cwd else {
+        return std::env::current_dir()
+            .map_err(|e| CliError::Failure(format!("cannot read the current directory: {e}")));
     };
-    if !cwd.is_dir() {
-        return Err(format!("--cwd {}: not a directory", cwd.display()));
+    let canonical = dir.canonicalize().map_err(|e| {
+        let cause = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such directory".to_owned(),
+            _ => e.to_string(),
+        };
+        CliError::Usage(format!("--cwd {}: {cause}", dir.display()))
+    })?;
+    if !canonical.is_dir() {
+        return Err(CliError::Usage(format!(
+            "--cwd {}: not a directory",
+            dir.display()
+        )));
     }
+    Ok(canonical)
+}
+
+/// Show a command's report and give the exit code it implies.
+fn show<R: Report + Text>(output: &mut Output, report: &R) -> Result<ExitCode, CliError> {
+    output.emit(report)?;
+    Ok(exit_code(report))
+}
+
+/// 1 for a report that describes a failure, 0 otherwise.
+fn exit_code<R: Report>(report: &R) -> ExitCode {
+    if report.failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn run(cli: Cli, output: &mut Output) -> Result<ExitCode, CliError> {
     let host = HostOptions {
         plugins: cli.plugins,
         default_dirs: !cli.no_default_dirs,
-        cwd,
-        json: cli.json,
+        cwd: session_cwd(cli.cwd)?,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    match cli.command {
-        Command::List => Ok(list::run(&host)),
-        Command::Call(args) => runtime.block_on(call::run(&host, args)),
+        .map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))?;
+    let code = match cli.command {
+        Command::List => show(output, &list::run(&host)),
+        Command::Check(args) => show(output, &check::run(args, &host.cwd)),
+        Command::Call(args) => {
+            let report = runtime.block_on(call::run(&host, args, output))?;
+            Ok(exit_code(&report))
+        }
+        Command::Trust(args) => show(output, &trust::trust(args)?),
+        Command::Untrust(args) => show(output, &trust::untrust(args)?),
         #[cfg(feature = "mcp")]
         Command::Mcp => mcp::run(&host),
-        Command::Check(args) => Ok(check::run(args, &host.cwd, host.json)),
-        Command::New(args) => new::run(args, &host.cwd).map(|()| ExitCode::SUCCESS),
-        Command::Demo(args) => runtime
-            .block_on(demo::run(&host, args))
-            .map(|()| ExitCode::SUCCESS),
-        Command::Trust(args) => Ok(trust::trust(args, &host)),
-        Command::Untrust(args) => Ok(trust::untrust(args, &host)),
-    }
+        Command::New(args) => new::run(args, &host.cwd, output.stdout()),
+        Command::Demo(args) => runtime.block_on(demo::run(&host, args, output.stdout())),
+    }?;
+    // Anything still buffered is written now, while a failure can still be reported.
+    output.flush()?;
+    Ok(code)
 }

@@ -1,43 +1,49 @@
-//! `xcsh-plugins mcp`: serve the loaded tools over MCP on stdio (SPEC 7) with
-//! [`xcsh_loader::mcp`].
+//! `xcsh-plugins mcp`: serve the loaded tools over MCP on stdio with
+//! [`xcsh_loader::mcp`] (the README's "Use it from an agent (MCP)").
 //!
-//! One [`xcsh_loader::Session`] (one pending-action store) lives as long as the process. `tools/list` gives
-//! every non-hidden tool plus `resolve` when it is registered; `tools/call` runs the tool in the
-//! session and maps the outcome to a `CallToolResult`: tool failures are `isError` results,
-//! never protocol errors. While something is pending, each result ends with the resolve
-//! reminder of SPEC 2.4 and carries `xcsh/pending` and `xcsh/toolChoice` in `_meta`. A
-//! `notifications/cancelled` for a running call cancels it in the session.
+//! One [`xcsh_loader::Session`] (one pending-action store) lives as long as the process.
+//! `tools/list` gives every non-hidden tool plus `resolve` when it is registered; `tools/call`
+//! runs the tool in the session and maps the outcome to a `CallToolResult`: tool failures are
+//! `isError` results, never protocol errors. While something is pending, each result ends with
+//! the resolve reminder ([`xcsh_loader::RESOLVE_REMINDER`]) and carries `xcsh/pending` and
+//! `xcsh/toolChoice` in `_meta`. A `notifications/cancelled` for a running call cancels it in
+//! the session.
 //!
 //! Stdout carries JSON-RPC only: logs go to stderr, and on Unix the process's fd 1 is pointed
 //! at stderr once the protocol has its own copy of the original stdout, so a plugin that
 //! prints cannot corrupt the stream.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use xcsh_loader::render::sanitize;
 
+use crate::error::CliError;
+use crate::output::QuietOnClose;
 use crate::HostOptions;
 
 /// Run the server until the client closes stdin.
-pub fn run(host: &HostOptions) -> Result<ExitCode, String> {
+pub fn run(host: &HostOptions) -> Result<ExitCode, CliError> {
     // Before any plugin code runs, so even a factory's prints stay off the protocol stream.
     let output = protocol_output()?;
     // Calls run concurrently and plugin code may block a thread: use worker threads.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))?;
     runtime.block_on(serve(host, output))
 }
 
-async fn serve(host: &HostOptions, output: Output) -> Result<ExitCode, String> {
+async fn serve(host: &HostOptions, output: Output) -> Result<ExitCode, CliError> {
     let session = host.session().build();
+    let mut stderr = QuietOnClose::new(std::io::stderr());
     for error in session.load_errors() {
-        eprintln!("warning: {}", sanitize(&error.to_string()));
+        // A log line: a closed stderr must not end the server.
+        let _ = writeln!(stderr, "warning: {}", sanitize(&error.to_string()));
     }
     let reason = xcsh_loader::mcp::serve(session, tokio::io::stdin(), output)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| CliError::Failure(e.to_string()))?;
     tracing::info!(?reason, "MCP client disconnected");
     Ok(ExitCode::SUCCESS)
 }
@@ -51,13 +57,13 @@ type Output = tokio::io::Stdout;
 /// Keep a private copy of stdout for the protocol, then point fd 1 at stderr: anything else
 /// that writes to stdout (a plugin's `println!`, a C library) lands in the log instead.
 #[cfg(unix)]
-fn protocol_output() -> Result<Output, String> {
+fn protocol_output() -> Result<Output, CliError> {
     xcsh_loader::mcp::protocol_stdout()
         .map(tokio::fs::File::from_std)
-        .map_err(|e| format!("cannot keep stdout for the protocol: {e}"))
+        .map_err(|e| CliError::Failure(format!("cannot keep stdout for the protocol: {e}")))
 }
 
 #[cfg(not(unix))]
-fn protocol_output() -> Result<Output, String> {
+fn protocol_output() -> Result<Output, CliError> {
     Ok(tokio::io::stdout())
 }

@@ -4,9 +4,13 @@
 //! that still has the crate's sources (so the plugin matches the host exactly), and on the
 //! published version otherwise or with `--published`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use clap::Args;
+
+use crate::error::CliError;
 
 #[derive(Debug, Args)]
 pub struct NewArgs {
@@ -28,7 +32,7 @@ fn local_api_dir() -> Option<PathBuf> {
     dir.join("Cargo.toml").is_file().then_some(dir)
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), CliError> {
     let valid = !name.is_empty()
         && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
         && name
@@ -37,13 +41,14 @@ fn check_name(name: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!(
+        Err(CliError::Usage(format!(
             "invalid plugin name {name:?}: start with a letter, then use letters, digits, '-' or '_'"
-        ))
+        )))
     }
 }
 
-pub fn run(args: NewArgs, cwd: &Path) -> Result<(), String> {
+/// Write the crate, then tell the user what to run next on `out`.
+pub fn run(args: NewArgs, cwd: &Path, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     check_name(&args.name)?;
     let dir = cwd.join(
         args.path
@@ -51,10 +56,10 @@ pub fn run(args: NewArgs, cwd: &Path) -> Result<(), String> {
             .unwrap_or_else(|| PathBuf::from(&args.name)),
     );
     if dir.exists() {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "{} already exists; choose another name or --path (nothing was written)",
             dir.display()
-        ));
+        )));
     }
     let api_dependency = match (args.published, local_api_dir()) {
         (false, Some(local)) => format!(
@@ -73,10 +78,40 @@ pub fn run(args: NewArgs, cwd: &Path) -> Result<(), String> {
     // half-written.
     let parent = dir.parent().unwrap_or(cwd);
     std::fs::create_dir_all(parent)
-        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-    let staging = tempfile_dir(parent)?;
-    for (relative, content) in &files {
-        let target = staging.join(relative);
+        .map_err(|e| CliError::Failure(format!("cannot create {}: {e}", parent.display())))?;
+    let staging = tempfile_dir(parent).map_err(CliError::Failure)?;
+    write_files(&staging, &files).map_err(|message| {
+        let _ = std::fs::remove_dir_all(&staging);
+        CliError::Failure(message)
+    })?;
+    std::fs::rename(&staging, &dir).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&staging);
+        CliError::Failure(format!("cannot create {}: {e}", dir.display()))
+    })?;
+    let lib = format!(
+        "{}{crate_ident}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    writeln!(out, "Created plugin crate {}", dir.display())?;
+    writeln!(out, "Next:")?;
+    writeln!(
+        out,
+        "  cd {} && cargo build --release && cargo test",
+        dir.display()
+    )?;
+    writeln!(out, "  xcsh-plugins check target/release/{lib}")?;
+    writeln!(
+        out,
+        "  xcsh-plugins --plugin target/release/{lib} call {crate_ident} '{{\"name\":\"world\"}}'"
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Write each `(relative path, content)` under `dir`.
+fn write_files(dir: &Path, files: &[(&str, String)]) -> Result<(), String> {
+    for (relative, content) in files {
+        let target = dir.join(relative);
         if let Some(folder) = target.parent() {
             std::fs::create_dir_all(folder)
                 .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
@@ -84,25 +119,6 @@ pub fn run(args: NewArgs, cwd: &Path) -> Result<(), String> {
         std::fs::write(&target, content)
             .map_err(|e| format!("cannot write {}: {e}", target.display()))?;
     }
-    std::fs::rename(&staging, &dir).map_err(|e| {
-        let _ = std::fs::remove_dir_all(&staging);
-        format!("cannot create {}: {e}", dir.display())
-    })?;
-    let lib = format!(
-        "{}{crate_ident}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    println!("Created plugin crate {}", dir.display());
-    println!("Next:");
-    println!(
-        "  cd {} && cargo build --release && cargo test",
-        dir.display()
-    );
-    println!("  xcsh-plugins check target/release/{lib}");
-    println!(
-        "  xcsh-plugins --plugin target/release/{lib} call {crate_ident} '{{\"name\":\"world\"}}'"
-    );
     Ok(())
 }
 

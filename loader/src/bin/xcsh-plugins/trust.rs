@@ -6,18 +6,15 @@
 //! The file must pass the same ownership and permission checks as at load time.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use clap::Args;
-use serde_json::json;
 use xcsh_loader::discovery::is_library_name;
 use xcsh_loader::library::CheckedFile;
-use xcsh_loader::render::sanitize;
 use xcsh_loader::trust::TrustStore;
 use xcsh_loader::LoadErrorKind;
 
-use crate::output::print_json;
-use crate::HostOptions;
+use crate::error::CliError;
+use crate::report::{PathProblem, TrustReport, TrustedFile, UntrustReport};
 
 #[derive(Debug, Args)]
 pub struct TrustArgs {
@@ -33,10 +30,11 @@ pub struct UntrustArgs {
     paths: Vec<PathBuf>,
 }
 
-fn open_store() -> Result<TrustStore, String> {
-    let home = std::env::home_dir()
-        .ok_or("no home directory to keep the trust file in (set HOME)".to_owned())?;
-    TrustStore::for_home(&home).map_err(|e| e.to_string())
+fn open_store() -> Result<TrustStore, CliError> {
+    let home = std::env::home_dir().ok_or_else(|| {
+        CliError::Failure("no home directory to keep the trust file in (set HOME)".to_owned())
+    })?;
+    TrustStore::for_home(&home).map_err(|e| CliError::Failure(e.to_string()))
 }
 
 /// The plugin files `path` stands for: itself, or the library files in a directory.
@@ -62,41 +60,47 @@ fn plugin_files(path: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-pub fn trust(args: TrustArgs, host: &HostOptions) -> ExitCode {
-    let mut store = match open_store() {
-        Ok(store) => store,
-        Err(message) => return fail(host.json, &message),
-    };
+/// Record every plugin file `args` names; the paths that cannot be trusted are in the
+/// report's errors.
+pub fn trust(args: TrustArgs) -> Result<TrustReport, CliError> {
+    let mut store = open_store()?;
     let mut trusted = Vec::new();
     let mut errors = Vec::new();
     for path in &args.paths {
-        let files = match plugin_files(&host.cwd.join(path)) {
+        let files = match plugin_files(&std::path::absolute(path).unwrap_or_else(|_| path.clone()))
+        {
             Ok(files) => files,
             Err(message) => {
-                errors.push(json!({"path": path.display().to_string(), "message": message}));
+                errors.push(PathProblem {
+                    path: path.display().to_string(),
+                    message,
+                });
                 continue;
             }
         };
         for file in files {
             match CheckedFile::read(&file) {
                 Ok(checked) if checked.path().to_str().is_none() => {
-                    errors.push(json!({
-                        "path": checked.path().display().to_string(),
-                        "message": format!(
-                            "{}: the trust file records UTF-8 paths only; rename the plugin",
-                            checked.path().display()
+                    let shown = checked.path().display();
+                    errors.push(PathProblem {
+                        path: shown.to_string(),
+                        message: format!(
+                            "{shown}: the trust file records UTF-8 paths only; rename the plugin"
                         ),
-                    }));
+                    });
                 }
                 Ok(checked) => match checked.sha256() {
                     Ok(sha256) => {
                         store.trust(checked.path().to_owned(), sha256.to_owned());
-                        trusted.push((checked.path().to_owned(), sha256.to_owned()));
+                        trusted.push(TrustedFile {
+                            path: checked.path().display().to_string(),
+                            sha256: sha256.to_owned(),
+                        });
                     }
-                    Err(error) => errors.push(json!({
-                        "path": error.path().display().to_string(),
-                        "message": error.to_string(),
-                    })),
+                    Err(error) => errors.push(PathProblem {
+                        path: error.path().display().to_string(),
+                        message: error.to_string(),
+                    }),
                 },
                 Err(error) => {
                     // Trust is refused for the same reasons a load would be.
@@ -104,59 +108,24 @@ pub fn trust(args: TrustArgs, host: &HostOptions) -> ExitCode {
                         LoadErrorKind::Unsafe { cause } => {
                             format!("refusing to trust {}: {cause}", error.path.display())
                         }
-                        other => other.to_string(),
+                        _ => error.to_string(),
                     };
-                    errors.push(json!({
-                        "path": error.path().display().to_string(),
-                        "message": message,
-                    }));
+                    errors.push(PathProblem {
+                        path: error.path().display().to_string(),
+                        message,
+                    });
                 }
             }
         }
     }
     if !trusted.is_empty() {
-        if let Err(error) = store.save() {
-            return fail(
-                host.json,
-                &format!("cannot write {}: {error}", store.file().display()),
-            );
-        }
+        save(&store)?;
     }
-    if host.json {
-        let trusted: Vec<_> = trusted
-            .iter()
-            .map(|(path, sha256)| json!({"path": path.display().to_string(), "sha256": sha256}))
-            .collect();
-        print_json(&json!({
-            "trustFile": store.file().display().to_string(),
-            "trusted": trusted,
-            "errors": errors,
-        }));
-    } else {
-        for (path, sha256) in &trusted {
-            println!(
-                "trusted {}\n    sha256 {sha256}",
-                sanitize(&path.display().to_string())
-            );
-        }
-        if !trusted.is_empty() {
-            println!(
-                "(recorded in {})",
-                sanitize(&store.file().display().to_string())
-            );
-        }
-        for error in &errors {
-            eprintln!(
-                "error: {}",
-                sanitize(error["message"].as_str().unwrap_or_default())
-            );
-        }
-    }
-    if errors.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    Ok(TrustReport {
+        trust_file: store.file().display().to_string(),
+        trusted,
+        errors,
+    })
 }
 
 /// The canonical form of `path` even when the file itself is gone (its directory resolved).
@@ -172,16 +141,14 @@ fn canonical_or_lexical(path: &Path) -> PathBuf {
     }
 }
 
-pub fn untrust(args: UntrustArgs, host: &HostOptions) -> ExitCode {
-    let mut store = match open_store() {
-        Ok(store) => store,
-        Err(message) => return fail(host.json, &message),
-    };
+/// Remove the entries `args` names (a directory stands for every entry under it).
+pub fn untrust(args: UntrustArgs) -> Result<UntrustReport, CliError> {
+    let mut store = open_store()?;
     let mut removed = Vec::new();
     let mut unknown = Vec::new();
     for path in &args.paths {
-        let target = canonical_or_lexical(&host.cwd.join(path));
-        // A directory stands for every trusted file under it.
+        let target =
+            canonical_or_lexical(&std::path::absolute(path).unwrap_or_else(|_| path.clone()));
         let matching: Vec<PathBuf> = store
             .entries()
             .map(|(p, _)| p.to_owned())
@@ -196,38 +163,20 @@ pub fn untrust(args: UntrustArgs, host: &HostOptions) -> ExitCode {
         }
     }
     if !removed.is_empty() {
-        if let Err(error) = store.save() {
-            return fail(
-                host.json,
-                &format!("cannot write {}: {error}", store.file().display()),
-            );
-        }
+        save(&store)?;
     }
-    if host.json {
-        let show = |paths: &[PathBuf]| -> Vec<String> {
-            paths.iter().map(|p| p.display().to_string()).collect()
-        };
-        print_json(&json!({
-            "trustFile": store.file().display().to_string(),
-            "untrusted": show(&removed),
-            "notTrusted": show(&unknown),
-        }));
-    } else {
-        for path in &removed {
-            println!("untrusted {}", sanitize(&path.display().to_string()));
-        }
-        for path in &unknown {
-            println!("{} was not trusted", sanitize(&path.display().to_string()));
-        }
-    }
-    ExitCode::SUCCESS
+    let shown = |paths: &[PathBuf]| -> Vec<String> {
+        paths.iter().map(|p| p.display().to_string()).collect()
+    };
+    Ok(UntrustReport {
+        trust_file: store.file().display().to_string(),
+        untrusted: shown(&removed),
+        not_trusted: shown(&unknown),
+    })
 }
 
-fn fail(json_output: bool, message: &str) -> ExitCode {
-    if json_output {
-        print_json(&json!({"errors": [{"message": message}]}));
-    } else {
-        eprintln!("error: {}", sanitize(message));
-    }
-    ExitCode::FAILURE
+fn save(store: &TrustStore) -> Result<(), CliError> {
+    store
+        .save()
+        .map_err(|e| CliError::Failure(format!("cannot write {}: {e}", store.file().display())))
 }

@@ -1,0 +1,243 @@
+//! The text form of each report: results on stdout, problems on stderr, one line per item.
+//!
+//! Everything that may come from a plugin or the file system (names, labels, paths, messages)
+//! goes through [`sanitize`], so control characters never reach the terminal raw.
+
+use std::io;
+
+use xcsh_loader::render::sanitize;
+use xcsh_loader::render_resolve;
+
+use super::Streams;
+use crate::report::{
+    CallPreview, CheckReport, FileCheck, ListReport, LoadWarnings, Outcome, TrustReport,
+    UntrustReport,
+};
+
+/// A report, or part of one, that has a text form.
+pub trait Text {
+    /// Write the text form.
+    fn write_text(&self, to: &mut Streams<'_>) -> io::Result<()>;
+}
+
+/// ` [hidden, deferrable]`, or nothing for a plain tool.
+fn flags(hidden: bool, deferrable: bool) -> String {
+    let names: Vec<&str> = [(hidden, "hidden"), (deferrable, "deferrable")]
+        .into_iter()
+        .filter_map(|(set, name)| set.then_some(name))
+        .collect();
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", names.join(", "))
+    }
+}
+
+/// Sanitise each line of a multi-line text, keeping the line breaks.
+fn sanitize_block(text: &str) -> String {
+    text.lines().map(sanitize).collect::<Vec<_>>().join("\n")
+}
+
+impl Text for ListReport {
+    fn write_text(&self, to: &mut Streams<'_>) -> io::Result<()> {
+        if self.tools.is_empty() {
+            writeln!(to.out, "No tools loaded.")?;
+        }
+        for tool in &self.tools {
+            writeln!(
+                to.out,
+                "{}  {}{}\n    from {}",
+                sanitize(&tool.name),
+                sanitize(&tool.label),
+                flags(tool.hidden, tool.deferrable),
+                sanitize(&tool.origin)
+            )?;
+        }
+        for error in &self.errors {
+            match &error.untrusted {
+                Some(plugin) => {
+                    let why = if plugin.changed {
+                        "changed since it was trusted"
+                    } else {
+                        "not trusted"
+                    };
+                    writeln!(
+                        to.err,
+                        "untrusted: {} ({why}, not loaded)\n    review it, then: {}",
+                        sanitize(&plugin.path),
+                        sanitize(&plugin.trust_command)
+                    )?;
+                }
+                None => writeln!(to.err, "load error: {}", sanitize(&error.sentence))?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Text for CheckReport {
+    fn write_text(&self, to: &mut Streams<'_>) -> io::Result<()> {
+        self.files.iter().try_for_each(|file| file.write_text(to))
+    }
+}
+
+impl Text for FileCheck {
+    fn write_text(&self, to: &mut Streams<'_>) -> io::Result<()> {
+        let path = sanitize(&self.path);
+        if self.problems.is_empty() {
+            let version = self.api_version.as_deref().unwrap_or("?");
+            writeln!(to.out, "ok {path} (xcsh-plugin-api {version})")?;
+            for tool in &self.tools {
+                writeln!(
+                    to.out,
+                    "  tool {}  {}{}",
+                    sanitize(&tool.name),
+                    sanitize(&tool.label),
+                    flags(tool.hidden, tool.deferrable)
+                )?;
+            }
+        }
+        for problem in &self.problems {
+            // One line per problem: long causes (ABI layout diffs) keep their first line.
+            let first = problem.lines().next().unwrap_or_default();
+            writeln!(to.err, "FAIL {path}: {}", sanitize(first))?;
+        }
+        Ok(())
+    }
+}
+
+impl Text for LoadWarnings {
+    fn write_text(&self, to: &mut Streams<'_>) -> io::Result<()> {
+        for warning in &self.0 {
+            writeln!(to.err, "warning: {}", sanitize(warning))?;
+        }
+        Ok(())
+    }
+}
+
+/// A tool's outcome: its text on stdout, or `error: ...` on stderr.
+fn write_outcome(outcome: &Outcome, to: &mut Streams<'_>) -> io::Result<()> {
+    let text = sanitize_block(&outcome.0.text());
+    if outcome.0.is_error {
+        writeln!(to.err, "error: {text}")
+    } else if text.is_empty() {
+        Ok(())
+    } else {
+        writeln!(to.out, "{text}")
+    }
+}
+
+impl Text for CallPreview<'_> {
+    fn write_text(&self, to: &mut Streams<'_>) -> io::Result<()> {
+        write_outcome(self.outcome, to)?;
+        if !self.pending.is_empty() {
+            writeln!(to.out, "\nPending actions (newest first):")?;
+            for (i, label) in self.pending.iter().enumerate() {
+                writeln!(to.out, "  {}. {}", i + 1, sanitize(label))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One resolution: `resolve`'s own text, then the rendered resolve block.
+impl Text for Outcome {
+    fn write_text(&self, to: &mut Streams<'_>) -> io::Result<()> {
+        write_outcome(self, to)?;
+        writeln!(to.out, "{}", render_resolve(&self.0, to.style))
+    }
+}
+
+impl Text for TrustReport {
+    fn write_text(&self, to: &mut Streams<'_>) -> io::Result<()> {
+        for file in &self.trusted {
+            writeln!(
+                to.out,
+                "trusted {}\n    sha256 {}",
+                sanitize(&file.path),
+                file.sha256
+            )?;
+        }
+        if !self.trusted.is_empty() {
+            writeln!(to.out, "(recorded in {})", sanitize(&self.trust_file))?;
+        }
+        for error in &self.errors {
+            writeln!(to.err, "error: {}", sanitize(&error.message))?;
+        }
+        Ok(())
+    }
+}
+
+impl Text for UntrustReport {
+    fn write_text(&self, to: &mut Streams<'_>) -> io::Result<()> {
+        for path in &self.untrusted {
+            writeln!(to.out, "untrusted {}", sanitize(path))?;
+        }
+        for path in &self.not_trusted {
+            writeln!(to.out, "{} was not trusted", sanitize(path))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{ListedTool, LoadProblem};
+    use xcsh_loader::{LoadError, RenderStyle};
+
+    fn text_of(report: &dyn Text) -> (String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let mut streams = Streams {
+            out: &mut out,
+            err: &mut err,
+            style: RenderStyle {
+                width: 80,
+                color: false,
+            },
+        };
+        report.write_text(&mut streams).unwrap_or_default();
+        (
+            String::from_utf8_lossy(&out).into_owned(),
+            String::from_utf8_lossy(&err).into_owned(),
+        )
+    }
+
+    #[test]
+    fn list_puts_tools_on_stdout_and_problems_on_stderr() {
+        let untrusted = LoadError::new(
+            "/p/liba.so",
+            xcsh_loader::LoadErrorKind::Untrusted { changed: false },
+        );
+        let report = ListReport {
+            tools: vec![ListedTool {
+                name: "echo\u{1b}[31m".to_owned(),
+                label: "Echo".to_owned(),
+                description: String::new(),
+                origin: "builtin".to_owned(),
+                hidden: false,
+                deferrable: true,
+                annotations: crate::report::Annotations::from(&xcsh_loader::ToolHints::PREVIEW),
+                parameters: serde_json::json!({}),
+            }],
+            plugins: Vec::new(),
+            errors: vec![LoadProblem::from(&untrusted)],
+            untrusted: Vec::new(),
+        };
+        let (out, err) = text_of(&report);
+        assert_eq!(out, "echo␛[31m  Echo [deferrable]\n    from builtin\n");
+        assert!(
+            err.starts_with(
+                "untrusted: /p/liba.so (not trusted, not loaded)\n    review it, then: "
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn flags_name_what_is_set() {
+        assert_eq!(flags(false, false), "");
+        assert_eq!(flags(true, false), " [hidden]");
+        assert_eq!(flags(true, true), " [hidden, deferrable]");
+    }
+}

@@ -1,0 +1,343 @@
+//! The reports the commands compute: plain data, serialisable as the JSON documents the README
+//! describes for `--json`, and rendered as text by [`crate::output`].
+//!
+//! Keeping what a command found apart from how it is shown means the text and the JSON forms
+//! can never disagree, and a command is tested by what it computes. Field names are the JSON
+//! keys (camelCase); the few fields only the text form needs are `#[serde(skip)]`.
+
+use serde::{Serialize, Serializer};
+use xcsh_loader::trust::trust_command;
+use xcsh_loader::{LoadError, LoadErrorKind, LoadedPlugin, ToolHints, ToolOutcome, ToolSpec};
+
+/// A command's complete report: what `--json` prints, and whether the command failed (exit 1).
+pub trait Report: Serialize {
+    /// Whether the report describes a failure: a load problem, a tool error, a failed resolve.
+    fn failed(&self) -> bool;
+}
+
+/// `list`: every tool the session offers, the plugin libraries it loaded, every load error,
+/// and the untrusted project plugins.
+#[derive(Debug, Serialize)]
+pub struct ListReport {
+    pub tools: Vec<ListedTool>,
+    pub plugins: Vec<ListedPlugin>,
+    pub errors: Vec<LoadProblem>,
+    pub untrusted: Vec<UntrustedPlugin>,
+}
+
+/// One plugin library in `list`: the API version it was built against and what it can do.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedPlugin {
+    pub path: String,
+    pub api_version: String,
+    pub capabilities: Vec<&'static str>,
+}
+
+impl From<&LoadedPlugin> for ListedPlugin {
+    fn from(plugin: &LoadedPlugin) -> Self {
+        let api_version = plugin.api_version.to_string();
+        ListedPlugin {
+            path: plugin.path.display().to_string(),
+            capabilities: xcsh_plugin_api::capabilities_of(&api_version),
+            api_version,
+        }
+    }
+}
+
+/// A tool's behaviour hints as `list --json` and `check --json` report them (each `null` when
+/// the tool gives none; always, for a plugin built before xcsh-plugin-api 0.3).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+impl From<&ToolHints> for Annotations {
+    fn from(hints: &ToolHints) -> Self {
+        Annotations {
+            read_only: hints.read_only,
+            destructive: hints.destructive,
+            idempotent: hints.idempotent,
+            open_world: hints.open_world,
+        }
+    }
+}
+
+/// One tool in `list`.
+#[derive(Debug, Serialize)]
+pub struct ListedTool {
+    pub name: String,
+    pub label: String,
+    pub description: String,
+    /// `builtin`, or the plugin file's path.
+    pub origin: String,
+    pub hidden: bool,
+    pub deferrable: bool,
+    pub annotations: Annotations,
+    pub parameters: serde_json::Value,
+}
+
+impl From<&ToolSpec> for ListedTool {
+    fn from(spec: &ToolSpec) -> Self {
+        ListedTool {
+            name: spec.name.clone(),
+            label: spec.label.clone(),
+            description: spec.description.clone(),
+            origin: spec.origin.to_string(),
+            hidden: spec.hidden,
+            deferrable: spec.deferrable,
+            annotations: Annotations::from(&spec.hints),
+            parameters: spec.parameters.clone(),
+        }
+    }
+}
+
+/// One load error: the file, and the cause without the path.
+#[derive(Debug, Serialize)]
+pub struct LoadProblem {
+    pub path: String,
+    pub message: String,
+    /// The whole error as one sentence (what the text form prints).
+    #[serde(skip)]
+    pub sentence: String,
+    /// Set when the file was skipped only because it is not trusted.
+    #[serde(skip)]
+    pub untrusted: Option<UntrustedPlugin>,
+}
+
+impl From<&LoadError> for LoadProblem {
+    fn from(error: &LoadError) -> Self {
+        LoadProblem {
+            path: error.path().display().to_string(),
+            message: error.cause(),
+            sentence: error.to_string(),
+            untrusted: UntrustedPlugin::from_error(error),
+        }
+    }
+}
+
+/// A project plugin that was not loaded because it is not trusted (or changed since).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UntrustedPlugin {
+    pub path: String,
+    /// Whether it was trusted with other content.
+    pub changed: bool,
+    /// The command that trusts it as it is now.
+    pub trust_command: String,
+}
+
+impl UntrustedPlugin {
+    /// The untrusted plugin `error` is about, if that is what it is about.
+    pub fn from_error(error: &LoadError) -> Option<Self> {
+        match &error.kind {
+            LoadErrorKind::Untrusted { changed } => Some(UntrustedPlugin {
+                path: error.path.display().to_string(),
+                changed: *changed,
+                trust_command: trust_command(&error.path),
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl Report for ListReport {
+    fn failed(&self) -> bool {
+        !self.errors.is_empty()
+    }
+}
+
+/// `check`: one entry per file, each loaded alone.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckReport {
+    pub host_api_version: String,
+    pub oldest_supported_api_version: String,
+    pub files: Vec<FileCheck>,
+}
+
+/// What `check` found in one file.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileCheck {
+    /// The file as given on the command line.
+    pub path: String,
+    pub ok: bool,
+    /// The `xcsh-plugin-api` version the plugin was built against, once it loaded.
+    pub api_version: Option<String>,
+    /// What a plugin of that version can do (see `plugin-api/ABI.md`).
+    pub capabilities: Option<Vec<&'static str>>,
+    pub tools: Vec<CheckedTool>,
+    pub problems: Vec<String>,
+}
+
+/// One tool of a checked file.
+#[derive(Debug, Serialize)]
+pub struct CheckedTool {
+    pub name: String,
+    pub label: String,
+    pub hidden: bool,
+    pub deferrable: bool,
+    pub annotations: Annotations,
+}
+
+impl Report for CheckReport {
+    fn failed(&self) -> bool {
+        self.files.iter().any(|file| !file.ok)
+    }
+}
+
+/// `call`: the tool's outcome, what it left pending, and how each pending action was resolved.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallReport {
+    pub tool: String,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// Labels of the pending actions the call left, newest first.
+    pub pending: Vec<String>,
+    pub resolutions: Vec<Outcome>,
+    pub load_errors: Vec<String>,
+}
+
+impl Report for CallReport {
+    fn failed(&self) -> bool {
+        self.outcome.0.is_error || self.resolutions.iter().any(|r| r.0.is_error)
+    }
+}
+
+/// The load problems of a session about to run a call (shown first, as warnings).
+#[derive(Debug)]
+pub struct LoadWarnings(pub Vec<String>);
+
+/// The first part of a call's report, shown before anything pending is resolved.
+#[derive(Debug)]
+pub struct CallPreview<'a> {
+    pub outcome: &'a Outcome,
+    pub pending: &'a [String],
+}
+
+/// A tool's outcome, serialised as `{"isError", "result": {content, details}}`.
+#[derive(Debug, Clone)]
+pub struct Outcome(pub ToolOutcome);
+
+impl Serialize for Outcome {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut state = serializer.serialize_struct("Outcome", 2)?;
+        state.serialize_field("isError", &self.0.is_error)?;
+        state.serialize_field("result", &self.0.result)?;
+        state.end()
+    }
+}
+
+/// `trust`: the files recorded, and the paths that could not be trusted.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrustReport {
+    pub trust_file: String,
+    pub trusted: Vec<TrustedFile>,
+    pub errors: Vec<PathProblem>,
+}
+
+/// A file `trust` recorded, with the SHA-256 of its content.
+#[derive(Debug, Serialize)]
+pub struct TrustedFile {
+    pub path: String,
+    pub sha256: String,
+}
+
+/// A path a command could not handle, and why (the message names the path).
+#[derive(Debug, Serialize)]
+pub struct PathProblem {
+    pub path: String,
+    pub message: String,
+}
+
+impl Report for TrustReport {
+    fn failed(&self) -> bool {
+        !self.errors.is_empty()
+    }
+}
+
+/// `untrust`: the entries removed, and the paths that had none.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UntrustReport {
+    pub trust_file: String,
+    pub untrusted: Vec<String>,
+    pub not_trusted: Vec<String>,
+}
+
+impl Report for UntrustReport {
+    fn failed(&self) -> bool {
+        false
+    }
+}
+
+/// A command that stopped without a report ([`crate::error::CliError`]), as `--json` shows it.
+#[derive(Debug, Serialize)]
+pub struct ErrorReport {
+    pub errors: Vec<ErrorMessage>,
+}
+
+/// One message of an [`ErrorReport`].
+#[derive(Debug, Serialize)]
+pub struct ErrorMessage {
+    pub message: String,
+}
+
+impl Report for ErrorReport {
+    fn failed(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use xcsh_loader::AgentToolResult;
+
+    #[test]
+    fn a_call_report_has_the_documented_keys() {
+        let report = CallReport {
+            tool: "t".to_owned(),
+            outcome: Outcome(ToolOutcome::success(AgentToolResult::text("done"))),
+            pending: vec!["Batch rename: 1 file".to_owned()],
+            resolutions: vec![Outcome(ToolOutcome::error("failed"))],
+            load_errors: Vec::new(),
+        };
+        let doc = serde_json::to_value(&report).unwrap_or_default();
+        assert_eq!(doc["tool"], "t");
+        assert_eq!(doc["isError"], false);
+        assert_eq!(doc["result"]["content"][0]["text"], "done");
+        assert_eq!(doc["pending"], json!(["Batch rename: 1 file"]));
+        assert_eq!(doc["resolutions"][0]["isError"], true);
+        assert_eq!(doc["loadErrors"], json!([]));
+        assert!(report.failed(), "a failed resolution fails the call");
+    }
+
+    #[test]
+    fn text_only_fields_stay_out_of_the_json() {
+        let error = LoadError::new(
+            "/p/.xcsh/tools/liba.so",
+            LoadErrorKind::Untrusted { changed: true },
+        );
+        let doc = serde_json::to_value(LoadProblem::from(&error)).unwrap_or_default();
+        let keys: Vec<&String> = doc
+            .as_object()
+            .map(|o| o.keys().collect())
+            .unwrap_or_default();
+        assert_eq!(keys, ["message", "path"]);
+        let plugin = serde_json::to_value(UntrustedPlugin::from_error(&error)).unwrap_or_default();
+        assert_eq!(plugin["changed"], true);
+        assert!(plugin["trustCommand"]
+            .as_str()
+            .is_some_and(|c| c.contains("trust")));
+    }
+}
