@@ -69,6 +69,8 @@ pub use resolve::{render, steering};
 pub use session::{LoadedPlugin, Session, SessionBuilder};
 pub use steering::{Provider, SteeringMessage, ToolChoice};
 pub use store::{PendingAction, PendingActionStore, PendingSummary, PushSubscription};
+/// The sandbox a plugin's child process puts itself in (see the README's "Isolation").
+pub use sys::sandbox;
 pub use tool::{
     CallContext, CallOptions, CancelToken, Tool, ToolError, ToolHints, ToolOrigin, ToolOutcome,
     ToolSpec, UpdateSink,

@@ -21,6 +21,7 @@ mod dl;
 #[cfg(target_os = "linux")]
 mod memfd;
 mod private_copy;
+pub mod sandbox;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

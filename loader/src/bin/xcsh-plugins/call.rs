@@ -4,14 +4,20 @@
 //! applied without a decision.
 //!
 //! As text the call is shown as it happens, so a user asked to decide has seen the preview;
-//! with `--json` the whole [`CallReport`] comes at the end.
+//! with `--json` the whole [`CallReport`] comes at the end. The tool's partial results
+//! (`ctx.update`) are shown on stderr while it runs, at most ten lines a second.
+//!
+//! However the command ends (done, an error, Ctrl-C), the session is closed: whatever is still
+//! pending gets its `reject`, so every action gets exactly one of `apply` or `reject`.
 
 use std::io::Read;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde_json::{json, Value};
-use xcsh_loader::{CallOptions, Session, RESOLVE_TOOL_NAME};
+use xcsh_loader::render::sanitize;
+use xcsh_loader::{AgentToolResult, CallOptions, Session, UpdateSink, RESOLVE_TOOL_NAME};
 
 use crate::decide::{decide, Decision, DecisionFlags};
 use crate::error::CliError;
@@ -115,8 +121,64 @@ fn options(timeout: Option<Duration>) -> CallOptions {
     }
 }
 
+/// The shortest time between two progress lines.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Partial results as `progress: ...` lines on stderr, at most one per
+/// [`PROGRESS_INTERVAL`]; the newest one held back is shown by [`Progress::finish`].
+#[derive(Clone, Default)]
+struct Progress {
+    state: Arc<Mutex<ProgressState>>,
+}
+
+#[derive(Default)]
+struct ProgressState {
+    last_shown: Option<Instant>,
+    held: Option<String>,
+}
+
+impl Progress {
+    fn sink(&self) -> UpdateSink {
+        let state = Arc::clone(&self.state);
+        Arc::new(move |partial: AgentToolResult| {
+            let text = partial.joined_text();
+            let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+            if state
+                .last_shown
+                .is_some_and(|at| at.elapsed() < PROGRESS_INTERVAL)
+            {
+                state.held = Some(text);
+            } else {
+                state.last_shown = Some(Instant::now());
+                state.held = None;
+                show_progress(&text);
+            }
+        })
+    }
+
+    fn finish(&self) {
+        let held = self
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .held
+            .take();
+        if let Some(text) = held {
+            show_progress(&text);
+        }
+    }
+}
+
+fn show_progress(text: &str) {
+    use std::io::Write;
+    for line in text.lines() {
+        // A closed stderr is no reason to stop the tool.
+        let _ = writeln!(std::io::stderr(), "progress: {}", sanitize(line));
+    }
+}
+
 /// Run the call and resolve what it left pending; the report is already shown when this
-/// returns.
+/// returns. The session is closed on the way out, whichever way that is.
 pub async fn run(
     host: &HostOptions,
     args: CallArgs,
@@ -128,19 +190,70 @@ pub async fn run(
     if args.no_store {
         builder = builder.without_store();
     }
-    let session = builder.build();
+    let session = Arc::new(builder.build());
+    let interrupted = tokio::spawn(close_on_interrupt(Arc::clone(&session)));
+    let report = call_and_resolve(&session, args, arguments, timeout, output).await;
+    interrupted.abort();
+    for rejected in session.close().await {
+        tracing::info!("rejected at exit: {}", rejected.text());
+    }
+    report
+}
+
+/// On Ctrl-C (SIGINT) or SIGTERM: reject what is pending, then exit 130 (or 143). The call in
+/// flight is abandoned with the process.
+async fn close_on_interrupt(session: Arc<Session>) {
+    #[cfg(unix)]
+    let code = {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut interrupt), Ok(mut terminate)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = interrupt.recv() => 130,
+            _ = terminate.recv() => 143,
+        }
+    };
+    #[cfg(not(unix))]
+    let code = match tokio::signal::ctrl_c().await {
+        Ok(()) => 130,
+        Err(_) => return,
+    };
+    let rejected = session.close().await;
+    eprintln!(
+        "interrupted: rejected {} pending action(s); nothing was applied without a decision",
+        rejected.len()
+    );
+    for outcome in rejected {
+        eprintln!("  {}", sanitize(&outcome.text()));
+    }
+    std::process::exit(code);
+}
+
+async fn call_and_resolve(
+    session: &Session,
+    args: CallArgs,
+    arguments: Value,
+    timeout: Option<Duration>,
+    output: &mut Output,
+) -> Result<CallReport, CliError> {
     let load_errors: Vec<String> = session
         .load_errors()
         .iter()
         .map(ToString::to_string)
         .collect();
     output.step(&LoadWarnings(load_errors.clone()))?;
-    ensure_known(&session, &args.tool)?;
-    let outcome = Outcome(
-        session
-            .call_with(&args.tool, arguments, options(timeout))
-            .await,
-    );
+    ensure_known(session, &args.tool)?;
+    let progress = Progress::default();
+    let call_options = CallOptions {
+        updates: Some(progress.sink()),
+        ..options(timeout)
+    };
+    let outcome = Outcome(session.call_with(&args.tool, arguments, call_options).await);
+    progress.finish();
     let pending: Vec<String> = session
         .store()
         .map(|s| s.summaries().into_iter().map(|p| p.label).collect())

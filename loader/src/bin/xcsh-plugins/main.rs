@@ -166,7 +166,10 @@ fn run(cli: Cli, output: &mut Output) -> Result<ExitCode, CliError> {
         default_dirs: !cli.no_default_dirs,
         cwd: session_cwd(cli.cwd)?,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    // Two workers: while the interactive prompt of `call` blocks one, the other still sees a
+    // Ctrl-C and ends the session properly (see `call`).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))?;
