@@ -335,7 +335,9 @@ impl PluginTest {
     {
         let dir = temporary_dir();
         Self {
-            factory: Mutex::new(Some(Box::new(move |api| factory(api).map(Into::into)))),
+            factory: Mutex::new(Some(Box::new(move |api| {
+                crate::export::into_tool_set(factory(api))
+            }))),
             tools: OnceLock::new(),
             host: Arc::new(HostState {
                 cwd: dir.clone(),
