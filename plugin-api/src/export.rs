@@ -26,6 +26,13 @@ pub fn into_tool_set<T: Into<ToolSet>>(
     result.map(Into::into)
 }
 
+/// Build one tool of an `export_plugin!(tools: [..])` list (see [`crate::FromApi`]).
+pub fn tool_from_api<T: crate::FromApi + crate::CustomTool>(
+    api: &CustomToolApi,
+) -> Result<T, PluginError> {
+    T::from_api(api)
+}
+
 /// The header the exported static holds.
 pub const fn lib_header<F: PluginFactory>() -> LibHeader {
     // SAFETY: `from_constructor` requires the constructor to return a prefix reference
@@ -52,10 +59,22 @@ fn module<F: PluginFactory>() -> PluginModuleRef {
 extern "C" fn create_tools<F: PluginFactory>(
     host: HostApiBox,
 ) -> RResult<RVec<FfiToolDef>, RString> {
-    install_panic_hook();
+    create_tools_with(host, F::create, false)
+}
+
+/// The body of the root module's `create_tools`: run a factory behind the panic guard and
+/// hand its tools over as FFI objects. `testing::PluginTest` calls it too, so a plugin under
+/// test is built exactly as a host builds it (keeping the test binary's own panic output:
+/// `keep_panic_output`).
+pub(crate) fn create_tools_with(
+    host: HostApiBox,
+    factory: impl FnOnce(&CustomToolApi) -> Result<ToolSet, PluginError>,
+    keep_panic_output: bool,
+) -> RResult<RVec<FfiToolDef>, RString> {
+    install_panic_hook(keep_panic_output);
     let created = catch(|| {
         let api = CustomToolApi::new(host);
-        F::create(&api).map(ToolSet::into_defs)
+        factory(&api).map(|tools| tools.into_defs(&api))
     });
     match created {
         Ok(defs) => RResult::ROk(defs.into()),

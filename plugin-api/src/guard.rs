@@ -48,14 +48,22 @@ thread_local! {
 /// so this hook sees only the plugin's panics). Instead of printing a message and backtrace
 /// to the host's stderr, remember where the panic happened: the caught panic becomes an error
 /// result that carries the message and the location.
-pub(crate) fn install_panic_hook() {
+///
+/// With `keep_previous` (the in-process test harness, where the hook is the test binary's
+/// own), the previous hook still runs after recording, so a failing assertion in a test
+/// prints as usual.
+pub(crate) fn install_panic_hook(keep_previous: bool) {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
-        std::panic::set_hook(Box::new(|info| {
+        let previous = keep_previous.then(std::panic::take_hook);
+        std::panic::set_hook(Box::new(move |info| {
             let location = info
                 .location()
                 .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()));
             LAST_PANIC_LOCATION.with(|last| *last.borrow_mut() = location);
+            if let Some(previous) = &previous {
+                previous(info);
+            }
         }));
     });
 }

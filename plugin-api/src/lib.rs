@@ -16,14 +16,12 @@
 //! # Example: the seed's batch rename, previewed then resolved
 //!
 //! ```
-//! use serde::Deserialize;
-//! use schemars::JsonSchema;
 //! use xcsh_plugin_api::*;
 //!
-//! #[derive(Deserialize, JsonSchema)]
-//! struct Params { files: Vec<String> }
+//! tool_params! { struct Params { files: Vec<String> } }
 //!
-//! struct BatchRenamePreview { api: CustomToolApi }
+//! #[derive(Default)]
+//! struct BatchRenamePreview;
 //!
 //! impl CustomTool for BatchRenamePreview {
 //!     type Params = Params;
@@ -32,35 +30,40 @@
 //!     fn description(&self) -> &str { "Previews renames and defers commit to resolve" }
 //!     fn deferrable(&self) -> bool { true }
 //!
-//!     async fn execute(&self, _id: String, params: Params, _ctx: ToolContext)
-//!         -> Result<AgentToolResult, PluginError> {
-//!         let n = params.files.len();
-//!         self.api.push_pending_action(
+//!     async fn execute(&self, _id: String, p: Params, ctx: ToolContext) -> Result<AgentToolResult, PluginError> {
+//!         let n = p.files.len();
+//!         ctx.push_pending_action(
 //!             CustomToolPendingAction::new(format!("Batch rename: {n} files"), |reason| async move {
 //!                 // apply writes here
 //!                 Ok(AgentToolResult::text(format!("Applied batch rename. Reason: {reason}")))
 //!             })
 //!             .with_reject(|reason| async move {
+//!                 // optional: cleanup or notify on discard
 //!                 Ok(Some(AgentToolResult::text(format!("Discarded batch rename. Reason: {reason}"))))
 //!             })
 //!             .with_source_tool_name("batch_rename_preview"),
 //!         )?;
-//!         Ok(AgentToolResult::text(format!(
-//!             "Prepared rename plan for {n} files. Call resolve to apply or discard."
-//!         )))
+//!         Ok(AgentToolResult::text(format!("Prepared rename plan for {n} files. Call resolve to apply or discard.")))
 //!     }
 //! }
 //!
-//! fn factory(api: &CustomToolApi) -> Result<BatchRenamePreview, PluginError> {
-//!     Ok(BatchRenamePreview { api: api.clone() })
-//! }
-//!
-//! export_plugin!(factory);
+//! export_plugin!(tools: [BatchRenamePreview]);
 //! # fn main() {}
 //! ```
 //!
-//! The plugin's `Cargo.toml` sets `crate-type = ["cdylib"]` and depends on this crate, `serde`
-//! (with `derive`) and `schemars`. `xcsh-plugins new NAME` writes such a crate for you.
+//! The plugin's `Cargo.toml` sets `crate-type = ["cdylib"]` and depends on this crate only:
+//! [`tool_params!`] derives the parameters through its re-exports, `?` converts any error
+//! into [`PluginError`], and [`ToolContext`] reaches the host's services. Tools that need the
+//! [`CustomToolApi`] when the plugin loads implement [`FromApi`], or are returned by a
+//! factory function (`export_plugin!(factory)`). `xcsh-plugins new NAME` writes such a crate
+//! for you, with tests.
+//!
+//! # Features
+//!
+//! - `tokio`: re-exports tokio (timers, files, processes, sync, io-util, macros) as
+//!   `xcsh_plugin_api::tokio`.
+//! - `testing`: `testing::PluginTest`, an in-process host for unit tests of `execute`,
+//!   `apply` and `reject` (no loader, no `.so`).
 
 #![warn(missing_docs)]
 
@@ -72,7 +75,21 @@ pub mod export;
 mod guard;
 mod pending;
 mod result;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tool;
+
+/// tokio, as this crate builds it (cargo feature `tokio`): timers, `fs`, processes, `sync`,
+/// `io-util` and the macros, without a direct dependency. Plugin code may use it inside
+/// `execute`, `apply` and `reject`: they run inside a runtime the plugin library owns.
+///
+/// ```
+/// # async fn f() {
+/// xcsh_plugin_api::tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+/// # }
+/// ```
+#[cfg(feature = "tokio")]
+pub use tokio;
 
 /// The stable ABI underneath this crate: the `xcsh-plugin-abi` crate, re-exported. Tool
 /// authors never need it; hosts implement its host-side traits. See `ABI.md` for how it grows.
@@ -87,7 +104,7 @@ pub use compat::{
 pub use error::PluginError;
 pub use pending::{CustomToolPendingAction, DEFAULT_SOURCE_TOOL_NAME};
 pub use result::{AgentToolResult, Content};
-pub use tool::{schema_of, CustomTool, ToolContext, ToolSet};
+pub use tool::{schema_of, CustomTool, FromApi, ToolContext, ToolSet};
 
 pub use schemars::{self, JsonSchema};
 pub use serde::{self, Deserialize};
@@ -95,16 +112,20 @@ pub use serde_json::{self, json, Value};
 
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::export::{into_tool_set, lib_header, PluginFactory, VERSION_MARKER};
+    pub use crate::export::{
+        into_tool_set, lib_header, tool_from_api, PluginFactory, VERSION_MARKER,
+    };
     pub use abi_stable::library::LibHeader;
     pub use xcsh_plugin_abi::VersionMarker;
 }
 
-/// Declare a parameter struct that derives `Deserialize` and `JsonSchema` through this crate's
-/// re-exports, so a plugin needs no direct `serde` or `schemars` dependency.
+/// Declare parameter types — structs and enums — deriving `Deserialize` and `JsonSchema`
+/// through this crate's re-exports, so a plugin needs no direct `serde` or `schemars`
+/// dependency. This is the one way to declare typed parameters.
 ///
-/// Field attributes (`#[serde(default)]`, doc comments that become schema descriptions) work
-/// as usual.
+/// Any number of `struct { .. }` and `enum { .. }` items go in one invocation; each also
+/// derives `Debug`. Attributes (`#[serde(default)]`, `#[serde(rename_all = "..")]`, further
+/// derives, doc comments that become schema descriptions) work as usual.
 ///
 /// ```
 /// xcsh_plugin_api::tool_params! {
@@ -112,34 +133,92 @@ pub mod __private {
 ///     pub struct Params {
 ///         /// Files to rename.
 ///         pub files: Vec<String>,
+///         /// What to do with each name.
+///         pub case: Case,
 ///         /// Optional suffix.
 ///         #[serde(default)]
 ///         pub suffix: Option<String>,
 ///     }
+///
+///     /// A change of case.
+///     #[derive(PartialEq)]
+///     #[serde(rename_all = "lowercase")]
+///     pub enum Case { Upper, Lower }
 /// }
 /// let schema = xcsh_plugin_api::schema_of::<Params>();
-/// assert_eq!(schema["required"], serde_json::json!(["files"]));
-/// let params: Params = serde_json::from_str(r#"{"files":["a"]}"#).unwrap();
-/// assert_eq!(params.files, ["a"]);
+/// assert_eq!(schema["required"], serde_json::json!(["files", "case"]));
+/// let params: Params = serde_json::from_str(r#"{"files":["a"],"case":"upper"}"#).unwrap();
+/// assert_eq!((params.files, params.case), (vec!["a".to_owned()], Case::Upper));
 /// ```
 #[macro_export]
 macro_rules! tool_params {
-    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($body:tt)* }) => {
+    () => {};
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($body:tt)* } $($rest:tt)*) => {
         #[derive(Debug, $crate::Deserialize, $crate::JsonSchema)]
         #[serde(crate = "xcsh_plugin_api::serde")]
         #[schemars(crate = "xcsh_plugin_api::schemars")]
         $(#[$meta])*
         $vis struct $name { $($body)* }
+        $crate::tool_params! { $($rest)* }
+    };
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($body:tt)* } $($rest:tt)*) => {
+        #[derive(Debug, $crate::Deserialize, $crate::JsonSchema)]
+        #[serde(crate = "xcsh_plugin_api::serde")]
+        #[schemars(crate = "xcsh_plugin_api::schemars")]
+        $(#[$meta])*
+        $vis enum $name { $($body)* }
+        $crate::tool_params! { $($rest)* }
     };
 }
 
-/// Export a plugin's factory: a function taking `&CustomToolApi` and returning
-/// `Result<T, PluginError>` where `T` is one [`CustomTool`] or a [`ToolSet`].
+/// A factory for a list of tool types, each built with [`FromApi`] (every `Default` tool has
+/// it): what [`export_plugin!`]`(tools: [..])` exports, and what a test hands
+/// `testing::PluginTest::new` (cargo feature `testing`).
 ///
-/// Write it once per plugin crate, at the crate root. See the crate docs for an example.
+/// ```
+/// use xcsh_plugin_api::*;
+///
+/// #[derive(Default)]
+/// struct Ping;
+/// impl CustomTool for Ping {
+///     type Params = Value;
+///     fn name(&self) -> &str { "ping" }
+///     fn label(&self) -> &str { "Ping" }
+///     fn description(&self) -> &str { "Answers pong" }
+///     fn parameters_schema(&self) -> Value { json!({"type": "object"}) }
+///     async fn execute(&self, _: String, _: Value, _: ToolContext)
+///         -> Result<AgentToolResult, PluginError> {
+///         Ok(AgentToolResult::text("pong"))
+///     }
+/// }
+///
+/// let factory = tools![Ping];
+/// # let _ = factory;
+/// ```
+#[macro_export]
+macro_rules! tools {
+    ($($tool:ty),+ $(,)?) => {
+        |api: &$crate::CustomToolApi| -> ::core::result::Result<$crate::ToolSet, $crate::PluginError> {
+            ::core::result::Result::Ok(
+                $crate::ToolSet::new()
+                    $(.with($crate::__private::tool_from_api::<$tool>(api)?))+
+            )
+        }
+    };
+}
+
+/// Export the plugin's tools. Write it once per plugin crate, at the crate root, in one of
+/// two forms:
+///
+/// - `export_plugin!(tools: [ToolA, ToolB])`: tool types built with [`FromApi`] (every
+///   `Default` tool has it);
+/// - `export_plugin!(factory)`: a function taking `&CustomToolApi` and returning
+///   `Result<T, PluginError>`, where `T` is one [`CustomTool`] or a [`ToolSet`].
+///
+/// See the crate docs for an example.
 #[macro_export]
 macro_rules! export_plugin {
-    ($factory:path) => {
+    (@export $factory:expr) => {
         #[doc(hidden)]
         pub struct __XcshPluginFactory;
 
@@ -147,7 +226,7 @@ macro_rules! export_plugin {
             fn create(
                 api: &$crate::CustomToolApi,
             ) -> ::core::result::Result<$crate::ToolSet, $crate::PluginError> {
-                $crate::__private::into_tool_set($factory(api))
+                $crate::__private::into_tool_set(($factory)(api))
             }
         }
 
@@ -165,5 +244,11 @@ macro_rules! export_plugin {
         #[export_name = "_1as_0lib_1header_0root_bmodule_bloader"]
         pub static __XCSH_PLUGIN_LIB_HEADER: $crate::__private::LibHeader =
             $crate::__private::lib_header::<__XcshPluginFactory>();
+    };
+    (tools: [$($tool:ty),+ $(,)?]) => {
+        $crate::export_plugin!(@export $crate::tools![$($tool),+]);
+    };
+    ($factory:path) => {
+        $crate::export_plugin!(@export $factory);
     };
 }

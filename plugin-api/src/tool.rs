@@ -2,6 +2,7 @@
 //! returns.
 
 use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
@@ -15,26 +16,27 @@ use crate::ffi::{
     FfiOutcome, FfiToolAnnotations, FfiToolDef, FfiToolResult, ToolContextBox, ToolFfi, ToolFfi_TO,
 };
 use crate::guard::{drop_quietly, guard};
-use crate::{AgentToolResult, PluginError};
+use crate::{AgentToolResult, CustomToolApi, CustomToolPendingAction, Logger, PluginError};
 
 /// A tool the model can call.
 ///
-/// Parameters are a Rust type deriving `Deserialize` and `JsonSchema`: the host validates the
-/// model's arguments against the generated schema before `execute` runs, so `execute` receives
-/// well-formed values. For a hand-written schema, set `type Params = serde_json::Value` and
-/// override [`CustomTool::parameters_schema`].
+/// Parameters are a Rust type declared with [`tool_params!`](crate::tool_params) (which
+/// derives `Deserialize` and `JsonSchema`): the host validates the model's arguments against the
+/// generated schema before `execute` runs, so `execute` receives well-formed values. For a
+/// hand-written schema, set `type Params = serde_json::Value` and override
+/// [`CustomTool::parameters_schema`].
 ///
 /// `execute` may use tokio (timers, `tokio::fs`, processes): it runs inside a runtime the plugin
 /// library owns. A panic anywhere in it becomes an error result; the host keeps running.
 ///
 /// ```
-/// use xcsh_plugin_api::{AgentToolResult, CustomTool, PluginError, ToolContext};
-/// use xcsh_plugin_api::{Deserialize, JsonSchema};
+/// use xcsh_plugin_api::{tool_params, AgentToolResult, CustomTool, PluginError, ToolContext};
 ///
-/// #[derive(Deserialize, JsonSchema)]
-/// struct Params {
-///     /// Who to greet.
-///     name: String,
+/// tool_params! {
+///     struct Params {
+///         /// Who to greet.
+///         name: String,
+///     }
 /// }
 ///
 /// struct Greet;
@@ -126,9 +128,11 @@ pub fn schema_of<T: JsonSchema>() -> Value {
     schema
 }
 
-/// Per-call services: partial updates and cancellation.
+/// Per-call services: partial updates, cancellation, and the host's [`CustomToolApi`]
+/// (`ctx.push_pending_action(..)`, `ctx.cwd()`), so a tool need not keep the API itself.
 pub struct ToolContext {
     host: ToolContextBox,
+    api: CustomToolApi,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -147,6 +151,78 @@ impl ToolContext {
     /// its next `.await`; check this in long synchronous loops.
     pub fn is_cancelled(&self) -> bool {
         self.host.is_cancelled()
+    }
+
+    /// The host's services, as the factory received them.
+    pub fn api(&self) -> &CustomToolApi {
+        &self.api
+    }
+
+    /// The session's working directory (see [`CustomToolApi::cwd`]).
+    pub fn cwd(&self) -> &Path {
+        self.api.cwd()
+    }
+
+    /// Resolve `path` against the working directory (see [`CustomToolApi::resolve_path`]).
+    pub fn resolve_path(&self, path: impl AsRef<Path>) -> PathBuf {
+        self.api.resolve_path(path)
+    }
+
+    /// Push a pending action (see [`CustomToolApi::push_pending_action`]).
+    ///
+    /// # Errors
+    /// Fails with `Pending action store unavailable for custom tools in this runtime.` when the
+    /// host runs without a store, and when the label is empty.
+    pub fn push_pending_action(&self, action: CustomToolPendingAction) -> Result<(), PluginError> {
+        self.api.push_pending_action(action)
+    }
+
+    /// A logger whose lines reach the host's log (see [`CustomToolApi::logger`]).
+    pub fn logger(&self) -> Logger {
+        self.api.logger()
+    }
+}
+
+/// A tool [`export_plugin!`](crate::export_plugin)`(tools: [..])` and
+/// [`tools!`](crate::tools) can build from the host's [`CustomToolApi`].
+///
+/// Every `Default` tool has it. A tool that needs setup when the plugin loads (read a
+/// configuration file, fail early) implements it instead of `Default`:
+///
+/// ```
+/// use xcsh_plugin_api::*;
+///
+/// struct Templates { dir: std::path::PathBuf }
+///
+/// impl FromApi for Templates {
+///     fn from_api(api: &CustomToolApi) -> Result<Self, PluginError> {
+///         Ok(Self { dir: api.resolve_path(".templates") })
+///     }
+/// }
+/// # impl CustomTool for Templates {
+/// #     type Params = Value;
+/// #     fn name(&self) -> &str { "templates" }
+/// #     fn label(&self) -> &str { "Templates" }
+/// #     fn description(&self) -> &str { "Lists templates" }
+/// #     async fn execute(&self, _: String, _: Value, _: ToolContext)
+/// #         -> Result<AgentToolResult, PluginError> {
+/// #         Ok(AgentToolResult::text(self.dir.display().to_string()))
+/// #     }
+/// # }
+/// export_plugin!(tools: [Templates]);
+/// # fn main() {}
+/// ```
+pub trait FromApi: Sized {
+    /// Build the tool when the plugin loads.
+    ///
+    /// # Errors
+    /// An error refuses the whole plugin, with this message.
+    fn from_api(api: &CustomToolApi) -> Result<Self, PluginError>;
+}
+
+impl<T: Default> FromApi for T {
+    fn from_api(_api: &CustomToolApi) -> Result<Self, PluginError> {
+        Ok(T::default())
     }
 }
 
@@ -204,8 +280,11 @@ impl ToolSet {
         self.tools.is_empty()
     }
 
-    pub(crate) fn into_defs(self) -> Vec<FfiToolDef> {
-        self.tools.into_iter().map(|tool| tool.into_def()).collect()
+    pub(crate) fn into_defs(self, api: &CustomToolApi) -> Vec<FfiToolDef> {
+        self.tools
+            .into_iter()
+            .map(|tool| tool.into_def(api.clone()))
+            .collect()
     }
 }
 
@@ -217,11 +296,11 @@ impl<T: CustomTool> From<T> for ToolSet {
 
 /// Type erasure from a typed [`CustomTool`] to its FFI definition.
 trait IntoToolDef {
-    fn into_def(self: Box<Self>) -> FfiToolDef;
+    fn into_def(self: Box<Self>, api: CustomToolApi) -> FfiToolDef;
 }
 
 impl<T: CustomTool> IntoToolDef for T {
-    fn into_def(self: Box<Self>) -> FfiToolDef {
+    fn into_def(self: Box<Self>, api: CustomToolApi) -> FfiToolDef {
         let definition = Definition {
             name: self.name().to_owned(),
             label: self.label().to_owned(),
@@ -240,6 +319,7 @@ impl<T: CustomTool> IntoToolDef for T {
             ToolAdapter {
                 definition,
                 tool: Some(Arc::<T>::from(self)),
+                api,
             },
             TD_Opaque,
         )
@@ -263,6 +343,8 @@ struct ToolAdapter<T> {
     definition: Definition,
     /// `None` only while being dropped.
     tool: Option<Arc<T>>,
+    /// The host's services, handed to each call's [`ToolContext`].
+    api: CustomToolApi,
 }
 
 impl<T> Drop for ToolAdapter<T> {
@@ -310,6 +392,7 @@ impl<T: CustomTool> ToolFfi for ToolAdapter<T> {
         params_json: RString,
         ctx: ToolContextBox,
     ) -> FfiFuture<FfiOutcome> {
+        let api = self.api.clone();
         let Some(tool) = self.tool.clone() else {
             return guard(
                 async { Err::<AgentToolResult, _>(PluginError::new("tool was dropped")) },
@@ -325,7 +408,7 @@ impl<T: CustomTool> ToolFfi for ToolAdapter<T> {
                             tool.name()
                         ))
                     })?;
-                let ctx = ToolContext { host: ctx };
+                let ctx = ToolContext { host: ctx, api };
                 tool.execute(tool_call_id.into_string(), params, ctx).await
             },
             FfiToolResult::from,

@@ -138,6 +138,13 @@ fn new_scaffolds_a_plugin_that_builds_and_passes_check() {
         .output()
         .unwrap();
     assert!(test.status.success(), "{}", stderr(&test));
+    // The scaffold's tests run the tool in-process through xcsh_plugin_api::testing: execute,
+    // apply, reject, argument validation and a store-less host, plus the plain unit test.
+    let manifest = std::fs::read_to_string(krate.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains(r#"features = ["testing"]"#), "{manifest}");
+    assert!(manifest.contains(r#"panic = "unwind""#), "{manifest}");
+    let test_stdout = String::from_utf8_lossy(&test.stdout);
+    assert!(test_stdout.contains("5 passed"), "{test_stdout}");
     let lib = target.join("debug").join(format!(
         "{}hello_tool{}",
         std::env::consts::DLL_PREFIX,

@@ -6,22 +6,18 @@
 
 use std::path::PathBuf;
 
-use schemars::JsonSchema;
-use serde::Deserialize;
-use xcsh_plugin_api::{
-    export_plugin, AgentToolResult, CustomTool, CustomToolApi, CustomToolPendingAction,
-    PluginError, ToolContext,
-};
+use xcsh_plugin_api::*;
 
-/// The tool's parameters.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct Params {
-    /// Files to rename, relative to the session's working directory.
-    pub files: Vec<String>,
-    /// Text to find in each file name.
-    pub find: String,
-    /// Replacement text.
-    pub replace: String,
+tool_params! {
+    /// The tool's parameters.
+    pub struct Params {
+        /// Files to rename, relative to the session's working directory.
+        pub files: Vec<String>,
+        /// Text to find in each file name.
+        pub find: String,
+        /// Replacement text.
+        pub replace: String,
+    }
 }
 
 /// One planned rename.
@@ -91,9 +87,9 @@ pub fn apply_plan(cwd: &std::path::Path, renames: &[Rename]) -> Result<(), Plugi
     Ok(())
 }
 
-struct BatchRenamePreview {
-    api: CustomToolApi,
-}
+/// The `batch_rename_preview` tool.
+#[derive(Default)]
+pub struct BatchRenamePreview;
 
 impl CustomTool for BatchRenamePreview {
     type Params = Params;
@@ -116,16 +112,16 @@ impl CustomTool for BatchRenamePreview {
         &self,
         _tool_call_id: String,
         params: Params,
-        _ctx: ToolContext,
+        ctx: ToolContext,
     ) -> Result<AgentToolResult, PluginError> {
         let renames = plan(&params)?;
         let n = renames.len();
-        let cwd = self.api.cwd().to_owned();
+        let cwd = ctx.cwd().to_owned();
         let mut text = format!("Prepared rename plan for {n} files");
         for rename in &renames {
             text.push_str(&format!("\n{} -> {}", rename.from, rename.to));
         }
-        self.api.push_pending_action(
+        ctx.push_pending_action(
             CustomToolPendingAction::new(
                 format!("Batch rename: {n} files"),
                 move |reason| async move {
@@ -146,11 +142,7 @@ impl CustomTool for BatchRenamePreview {
     }
 }
 
-fn factory(api: &CustomToolApi) -> Result<BatchRenamePreview, PluginError> {
-    Ok(BatchRenamePreview { api: api.clone() })
-}
-
-export_plugin!(factory);
+export_plugin!(tools: [BatchRenamePreview]);
 
 #[cfg(test)]
 mod tests {
@@ -162,6 +154,86 @@ mod tests {
             find: "a".into(),
             replace: "b".into(),
         }
+    }
+
+    use xcsh_plugin_api::testing::{PluginTest, TestError};
+
+    fn files(dir: &std::path::Path, names: &[&str]) {
+        for name in names {
+            std::fs::write(dir.join(name), name).unwrap();
+        }
+    }
+
+    fn args() -> Value {
+        json!({"files": ["a1.txt", "a2.txt"], "find": "a", "replace": "b"})
+    }
+
+    #[tokio::test]
+    async fn previews_then_applies_through_the_harness() {
+        let test = PluginTest::new(tools![BatchRenamePreview]);
+        files(test.working_dir(), &["a1.txt", "a2.txt"]);
+        let outcome = test.call("batch_rename_preview", args()).await.unwrap();
+        assert_eq!(
+            outcome.text(),
+            "Prepared rename plan for 2 files\na1.txt -> b1.txt\na2.txt -> b2.txt"
+        );
+        let pending = test.pending();
+        assert_eq!(pending[0].label, "Batch rename: 2 files");
+        assert_eq!(pending[0].source_tool_name, "batch_rename_preview");
+        assert!(
+            test.working_dir().join("a1.txt").exists(),
+            "nothing renamed yet"
+        );
+
+        let applied = test.apply_newest("ok").await.unwrap();
+        assert_eq!(applied.joined_text(), "Applied batch rename. Reason: ok");
+        assert!(test.working_dir().join("b1.txt").exists());
+        assert!(test.working_dir().join("b2.txt").exists());
+    }
+
+    #[tokio::test]
+    async fn rejecting_renames_nothing() {
+        let test = PluginTest::new(tools![BatchRenamePreview]);
+        files(test.working_dir(), &["a1.txt", "a2.txt"]);
+        test.call("batch_rename_preview", args()).await.unwrap();
+        let rejected = test.reject_newest("no").await.unwrap().unwrap();
+        assert_eq!(rejected.joined_text(), "Discarded batch rename. Reason: no");
+        assert!(test.working_dir().join("a1.txt").exists());
+        assert_eq!(
+            test.reject_newest("again").await,
+            Err(TestError::NothingPending)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stale_plan_fails_to_apply_and_is_consumed() {
+        let test = PluginTest::new(tools![BatchRenamePreview]);
+        files(test.working_dir(), &["a1.txt", "a2.txt"]);
+        test.call("batch_rename_preview", args()).await.unwrap();
+        files(test.working_dir(), &["b2.txt"]);
+        let error = test.apply_newest("ok").await.unwrap_err();
+        assert!(
+            error.to_string().contains("b2.txt already exists"),
+            "{error}"
+        );
+        assert!(test.pending().is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_host_checks_arguments_and_the_store() {
+        let test = PluginTest::new(tools![BatchRenamePreview]);
+        let error = test
+            .call("batch_rename_preview", json!({"files": ["a"], "find": "a"}))
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("\"replace\""), "{error}");
+        let test = PluginTest::new(tools![BatchRenamePreview]).without_store();
+        files(test.working_dir(), &["a1.txt", "a2.txt"]);
+        let error = test.call("batch_rename_preview", args()).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "Pending action store unavailable for custom tools in this runtime."
+        );
     }
 
     #[test]

@@ -61,16 +61,13 @@ pub fn run(args: NewArgs, cwd: &Path, out: &mut dyn Write) -> Result<ExitCode, C
             dir.display()
         )));
     }
-    let api_dependency = match (args.published, local_api_dir()) {
-        (false, Some(local)) => format!(
-            "xcsh-plugin-api = {{ path = {:?} }}",
-            local.to_string_lossy()
-        ),
-        _ => format!("xcsh-plugin-api = \"{}\"", xcsh_plugin_api::API_VERSION),
+    let api_source = match (args.published, local_api_dir()) {
+        (false, Some(local)) => format!("path = {:?}", local.to_string_lossy()),
+        _ => format!("version = \"{}\"", xcsh_plugin_api::API_VERSION),
     };
     let crate_ident = args.name.replace('-', "_");
     let files = [
-        ("Cargo.toml", cargo_toml(&args.name, &api_dependency)),
+        ("Cargo.toml", cargo_toml(&args.name, &api_source)),
         ("src/lib.rs", lib_rs(&crate_ident)),
         (".gitignore", "target/\n".to_owned()),
     ];
@@ -137,7 +134,7 @@ fn tempfile_dir(parent: &Path) -> Result<PathBuf, String> {
     ))
 }
 
-fn cargo_toml(name: &str, api_dependency: &str) -> String {
+fn cargo_toml(name: &str, api_source: &str) -> String {
     format!(
         r#"[package]
 name = "{name}"
@@ -153,8 +150,30 @@ publish = false
 crate-type = ["cdylib", "rlib"]
 
 [dependencies]
-# The only dependency a plugin needs (serde and schemars come through its re-exports).
-{api_dependency}
+# The only dependency a plugin needs (serde and schemars come through its re-exports; add
+# `features = ["tokio"]` for `xcsh_plugin_api::tokio`).
+xcsh-plugin-api = {{ {api_source} }}
+
+[dev-dependencies]
+# `testing`: xcsh_plugin_api::testing::PluginTest, an in-process host for the unit tests.
+xcsh-plugin-api = {{ {api_source}, features = ["testing"] }}
+tokio = {{ version = "1", default-features = false, features = ["macros", "rt"] }}
+
+[profile.release]
+# A quick build and a small library. `panic` must stay "unwind": a panic in a tool becomes an
+# error result instead of aborting the agent that loaded it.
+panic = "unwind"
+# No symbol table or debug info in the .so: it is loaded, never debugged from here.
+strip = true
+# No LTO pass, not even across one crate's codegen units: a tool's time goes to I/O, and the
+# pass costs about a tenth of a clean build's CPU time.
+lto = "off"
+codegen-units = 16
+
+# abi_stable's cost is its macro-generated code; what of it a plugin runs is generic (compiled
+# here, optimised) or runs once while the host loads the plugin.
+[profile.release.package.abi_stable]
+opt-level = 0
 "#
     )
 }
@@ -164,10 +183,7 @@ fn lib_rs(ident: &str) -> String {
         r#"//! An xcsh tool plugin. Build with `cargo build --release`, then load
 //! `target/release/lib{ident}.so` with `xcsh-plugins --plugin`.
 
-use xcsh_plugin_api::{{
-    export_plugin, tool_params, AgentToolResult, CustomTool, CustomToolApi, PluginError,
-    ToolContext,
-}};
+use xcsh_plugin_api::*;
 
 tool_params! {{
     /// The tool's parameters: the model's JSON arguments are validated against this type's
@@ -178,7 +194,9 @@ tool_params! {{
     }}
 }}
 
-/// The tool.
+/// The tool: previews a greeting, and saves it to `greeting.txt` in the session's working
+/// directory only when the model applies the preview with `resolve`.
+#[derive(Default)]
 pub struct Greet;
 
 impl CustomTool for Greet {{
@@ -191,16 +209,31 @@ impl CustomTool for Greet {{
         "Greet"
     }}
     fn description(&self) -> &str {{
-        "Greets someone by name"
+        "Greets someone by name; the greeting is saved to greeting.txt once resolve applies it"
+    }}
+    fn deferrable(&self) -> bool {{
+        true
     }}
 
     async fn execute(
         &self,
         _tool_call_id: String,
         params: Params,
-        _ctx: ToolContext,
+        ctx: ToolContext,
     ) -> Result<AgentToolResult, PluginError> {{
-        Ok(AgentToolResult::text(greeting(&params.name)))
+        let text = greeting(&params.name);
+        let (path, saved) = (ctx.resolve_path("greeting.txt"), text.clone());
+        ctx.push_pending_action(
+            CustomToolPendingAction::new("Greet: save greeting.txt", |_reason| async move {{
+                std::fs::write(&path, saved)?;
+                Ok(AgentToolResult::text(format!("Saved {{}}", path.display())))
+            }})
+            .with_reject(|reason| async move {{
+                Ok(Some(AgentToolResult::text(format!("Not saved: {{reason}}"))))
+            }})
+            .with_source_tool_name("{ident}"),
+        )?;
+        Ok(AgentToolResult::text(text))
     }}
 }}
 
@@ -209,25 +242,61 @@ pub fn greeting(name: &str) -> String {{
     format!("Hello, {{name}}!")
 }}
 
-fn factory(_api: &CustomToolApi) -> Result<Greet, PluginError> {{
-    Ok(Greet)
-}}
-
-export_plugin!(factory);
+export_plugin!(tools: [Greet]);
 
 #[cfg(test)]
 mod tests {{
+    //! `PluginTest` runs the tools in-process, as the host would: arguments checked against
+    //! the schema, `execute` called, pending actions applied or rejected.
+
     use super::*;
+    use xcsh_plugin_api::testing::{{PluginTest, STORE_UNAVAILABLE, TestError}};
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     #[test]
     fn greets() {{
         assert_eq!(greeting("world"), "Hello, world!");
     }}
 
-    #[test]
-    fn schema_requires_a_name() {{
-        let schema = Greet.parameters_schema();
-        assert_eq!(schema["required"][0], "name");
+    #[tokio::test]
+    async fn execute_previews_and_apply_saves() -> TestResult {{
+        let test = PluginTest::new(tools![Greet]);
+        let outcome = test.call("{ident}", json!({{"name": "world"}})).await?;
+        assert_eq!(outcome.text(), "Hello, world!");
+        assert_eq!(test.pending()[0].label, "Greet: save greeting.txt");
+        assert!(!test.working_dir().join("greeting.txt").exists());
+
+        let applied = test.apply_newest("looks right").await?;
+        assert!(applied.joined_text().starts_with("Saved "));
+        let saved = std::fs::read_to_string(test.working_dir().join("greeting.txt"))?;
+        assert_eq!(saved, "Hello, world!");
+        assert!(test.pending().is_empty());
+        Ok(())
+    }}
+
+    #[tokio::test]
+    async fn reject_saves_nothing() -> TestResult {{
+        let test = PluginTest::new(tools![Greet]);
+        test.call("{ident}", json!({{"name": "world"}})).await?;
+        let rejected = test.reject_newest("not now").await?;
+        assert_eq!(rejected.map(|r| r.joined_text()).as_deref(), Some("Not saved: not now"));
+        assert!(!test.working_dir().join("greeting.txt").exists());
+        Ok(())
+    }}
+
+    #[tokio::test]
+    async fn arguments_are_checked_against_the_schema() {{
+        let test = PluginTest::new(tools![Greet]);
+        let error = test.call("{ident}", json!({{"nom": "world"}})).await.unwrap_err();
+        assert!(matches!(error, TestError::InvalidArguments(_)), "{{error}}");
+    }}
+
+    #[tokio::test]
+    async fn without_a_store_the_preview_fails() {{
+        let test = PluginTest::new(tools![Greet]).without_store();
+        let error = test.call("{ident}", json!({{"name": "world"}})).await.unwrap_err();
+        assert_eq!(error.to_string(), STORE_UNAVAILABLE);
     }}
 }}
 "#

@@ -1,0 +1,175 @@
+//! The README's "Write a plugin" and "Test a plugin" code, compiled and run as an author would:
+//! scaffolded with `xcsh-plugins new`, the scaffold's `src/lib.rs` replaced by the README's
+//! example followed by its test module, then `cargo test` (nested cargo, sharing this
+//! workspace's target directory), `check` and `call` on the built library.
+//!
+//! The crate docs' examples are rustdoc doctests of `xcsh-plugin-api`; this covers the README.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use xcsh_integration_tests::{artifacts, workspace_root};
+
+/// The TypeScript original's length (`seed/resolve-tool-runtime.it.md`, from `import type` to
+/// `export default factory;`), in non-blank lines.
+const TYPESCRIPT_SEED_LINES: usize = 32;
+
+/// The fenced code blocks of one `## ` section: (info string, body).
+fn blocks(readme: &str, section: &str) -> Vec<(String, String)> {
+    let heading = format!("## {section}\n");
+    let start = readme
+        .find(&heading)
+        .unwrap_or_else(|| panic!("README has no section {section:?}"));
+    let rest = &readme[start + heading.len()..];
+    let body = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
+    let mut found = Vec::new();
+    let mut lines = body.lines();
+    while let Some(line) = lines.next() {
+        let Some(info) = line.trim_start().strip_prefix("```") else {
+            continue;
+        };
+        let mut code = String::new();
+        for line in lines.by_ref() {
+            if line.trim_start().starts_with("```") {
+                break;
+            }
+            code.push_str(line);
+            code.push('\n');
+        }
+        found.push((info.trim().to_owned(), code));
+    }
+    found
+}
+
+fn rust_blocks(readme: &str, section: &str) -> Vec<String> {
+    blocks(readme, section)
+        .into_iter()
+        .filter(|(info, _)| info.split(',').next() == Some("rust"))
+        .map(|(_, code)| code)
+        .collect()
+}
+
+fn non_blank_lines(code: &str) -> usize {
+    code.lines().filter(|line| !line.trim().is_empty()).count()
+}
+
+fn cli(args: &[&str], cwd: &Path) -> Output {
+    Command::new(artifacts().cli())
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn the_readme_example_is_no_longer_than_the_typescript_seed() {
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+    let example = rust_blocks(&readme, "Write a plugin");
+    assert_eq!(example.len(), 1, "one Rust block in \"Write a plugin\"");
+    let lines = non_blank_lines(&example[0]);
+    assert!(
+        lines <= TYPESCRIPT_SEED_LINES,
+        "the README's batch_rename_preview has {lines} non-blank lines, the TypeScript original {TYPESCRIPT_SEED_LINES}"
+    );
+}
+
+#[test]
+fn the_readme_plugin_and_its_tests_build_pass_and_load() {
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+    let example = rust_blocks(&readme, "Write a plugin");
+    let tests = rust_blocks(&readme, "Test a plugin");
+    assert_eq!(
+        (example.len(), tests.len()),
+        (1, 1),
+        "{example:?} {tests:?}"
+    );
+    // The dev-dependencies the README shows are the scaffold's.
+    let toml = blocks(&readme, "Test a plugin")
+        .into_iter()
+        .find(|(info, _)| info == "toml")
+        .map(|(_, code)| code)
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let output = cli(&["new", "readme-example"], dir.path());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let krate = dir.path().join("readme-example");
+    let manifest = std::fs::read_to_string(krate.join("Cargo.toml")).unwrap();
+    for line in toml.lines().filter(|l| l.starts_with("tokio")) {
+        assert!(manifest.contains(line), "{line:?} not in\n{manifest}");
+    }
+    assert!(manifest.contains(r#"features = ["testing"]"#), "{manifest}");
+    std::fs::write(
+        krate.join("src/lib.rs"),
+        format!("{}\n{}", example[0], tests[0]),
+    )
+    .unwrap();
+
+    std::fs::copy(
+        workspace_root().join("Cargo.lock"),
+        krate.join("Cargo.lock"),
+    )
+    .unwrap();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let test = Command::new(&cargo)
+        .args(["test"])
+        .current_dir(&krate)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&test.stdout);
+    assert!(test.status.success(), "{stdout}\n{}", stderr(&test));
+    assert!(
+        stdout.contains("tests::previews_then_applies_or_rejects ... ok"),
+        "{stdout}"
+    );
+
+    let build = Command::new(&cargo)
+        .args(["build", "--quiet"])
+        .current_dir(&krate)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "{}", stderr(&build));
+    let lib = target.join("debug").join(format!(
+        "{}readme_example{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    let check = cli(&["check", lib.to_str().unwrap()], dir.path());
+    assert!(check.status.success(), "{}", stderr(&check));
+    let call = cli(
+        &[
+            "--no-default-dirs",
+            "--plugin",
+            lib.to_str().unwrap(),
+            "call",
+            "batch_rename_preview",
+            r#"{"files":["a","b"]}"#,
+            "--apply",
+            "--reason",
+            "ok",
+        ],
+        dir.path(),
+    );
+    let stdout = String::from_utf8_lossy(&call.stdout);
+    assert!(call.status.success(), "{stdout}\n{}", stderr(&call));
+    assert!(
+        stdout.contains("Prepared rename plan for 2 files"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Applied batch rename. Reason: ok"),
+        "{stdout}"
+    );
+}
