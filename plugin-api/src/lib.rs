@@ -68,6 +68,8 @@
 #![warn(missing_docs)]
 
 mod api;
+#[cfg(feature = "checks")]
+pub mod checks;
 mod compat;
 mod error;
 #[doc(hidden)]

@@ -272,55 +272,12 @@ fn temporary_dir() -> PathBuf {
     }
 }
 
-/// A tool name a host accepts: `[a-zA-Z0-9_-]`, 1 to 64 characters.
-fn valid_tool_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
-
-/// Compile a tool's parameter schema as the host does: an object at the root, a valid schema.
+/// Compile a tool's parameter schema as the host does ([`crate::checks::compile_schema`]),
+/// from the JSON text the tool gives.
 fn compile_schema(schema_json: &str) -> Result<jsonschema::Validator, String> {
     let schema: Value = serde_json::from_str(schema_json)
         .map_err(|e| format!("the parameter schema is not JSON: {e}"))?;
-    if schema.get("type").and_then(Value::as_str) != Some("object") {
-        return Err(format!(
-            "the schema's root must have \"type\": \"object\", found {schema}"
-        ));
-    }
-    jsonschema::meta::validate(&schema).map_err(|error| error.to_string())?;
-    jsonschema::validator_for(&schema).map_err(|error| error.to_string())
-}
-
-/// Check arguments with the host's message: the tool and each offending path.
-fn validate(
-    name: &str,
-    validator: &jsonschema::Validator,
-    arguments: &Value,
-) -> Result<(), String> {
-    let problems: Vec<String> = validator
-        .iter_errors(arguments)
-        .take(5)
-        .map(|error| {
-            let path = error.instance_path().to_string();
-            let path = if path.is_empty() {
-                "/".to_owned()
-            } else {
-                path
-            };
-            format!("at {path}: {error}")
-        })
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "Invalid arguments for tool \"{name}\": {}",
-            problems.join("; ")
-        ))
-    }
+    crate::checks::compile_schema(&schema)
 }
 
 impl PluginTest {
@@ -397,11 +354,7 @@ impl PluginTest {
                     tool: name.clone(),
                     problem,
                 };
-                if !valid_tool_name(&name) {
-                    return Err(refuse(
-                        "a tool name is 1 to 64 characters of [a-zA-Z0-9_-]".into(),
-                    ));
-                }
+                crate::checks::check_tool_name(&name).map_err(refuse)?;
                 if !names.insert(name.clone()) {
                     return Err(refuse("two tools have this name".into()));
                 }
@@ -455,7 +408,8 @@ impl PluginTest {
     /// [`PluginTest::schema`].
     pub async fn call(&self, tool: &str, arguments: Value) -> Result<CallOutcome, TestError> {
         let loaded = self.find(tool)?;
-        validate(tool, &loaded.validator, &arguments).map_err(TestError::InvalidArguments)?;
+        crate::checks::validate_arguments(tool, &loaded.validator, &arguments)
+            .map_err(TestError::InvalidArguments)?;
         let updates = Arc::new(Mutex::new(Vec::new()));
         let ctx = ToolContextFfi_TO::from_value(
             CallServices {

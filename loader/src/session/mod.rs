@@ -65,50 +65,8 @@ impl std::fmt::Debug for Session {
     }
 }
 
-/// Tool names providers accept: `[A-Za-z0-9_-]{1,64}`.
-fn check_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.len() > 64 {
-        return Err("name must be 1 to 64 characters".to_owned());
-    }
-    if let Some(bad) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-    {
-        return Err(format!(
-            "name contains {bad:?}; use only letters, digits, '_' and '-'"
-        ));
-    }
-    Ok(())
-}
-
-/// Check a parameter schema: an object at the root, and a valid JSON Schema.
-pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
-    // What `type Params = serde_json::Value` gives without a schema of its own: anything goes.
-    const UNTYPED_HINT: &str = "; a tool whose `Params` is `serde_json::Value` must describe \
-        its arguments: derive `JsonSchema` on a parameter struct, or override \
-        `parameters_schema()` with an object schema";
-    let Some(object) = schema.as_object() else {
-        let hint = if *schema == Value::Bool(true) {
-            UNTYPED_HINT
-        } else {
-            ""
-        };
-        return Err(format!(
-            "the schema must be a JSON object, found {schema}{hint}"
-        ));
-    };
-    if object.get("type").and_then(Value::as_str) != Some("object") {
-        let untyped = object
-            .keys()
-            .all(|k| k == "$schema" || k == "title" || k == "description");
-        let hint = if untyped { UNTYPED_HINT } else { "" };
-        return Err(format!(
-            "the schema's root must have \"type\": \"object\"{hint}"
-        ));
-    }
-    jsonschema::meta::validate(schema).map_err(|error| error.to_string())?;
-    jsonschema::validator_for(schema).map_err(|error| error.to_string())
-}
+pub use xcsh_plugin_api::checks::compile_schema;
+use xcsh_plugin_api::checks::{check_tool_name as check_name, validate_arguments as validate};
 
 impl Session {
     /// Start building a session rooted at `cwd`.
@@ -339,35 +297,6 @@ fn next_call_number() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-/// Check arguments; the error names the tool and the offending path.
-fn validate(
-    name: &str,
-    validator: &jsonschema::Validator,
-    arguments: &Value,
-) -> Result<(), String> {
-    let problems: Vec<String> = validator
-        .iter_errors(arguments)
-        .take(5)
-        .map(|error| {
-            let path = error.instance_path().to_string();
-            let path = if path.is_empty() {
-                "/".to_owned()
-            } else {
-                path
-            };
-            format!("at {path}: {error}")
-        })
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "Invalid arguments for tool \"{name}\": {}",
-            problems.join("; ")
-        ))
-    }
 }
 
 // Sessions are shared between tasks (the MCP server runs calls concurrently).
