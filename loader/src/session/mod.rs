@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::isolate::Isolation;
 use crate::load::discovery::Candidate;
 use crate::load::{LoadError, LoadErrorKind};
-use crate::plugin_abi::instantiate;
+use crate::plugin_abi::{instantiate, store_sink};
 use crate::resolve::steering::{forced_tool_choice, Provider, SteeringMessage, ToolChoice};
 use crate::resolve::{run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
 use crate::store::{PendingActionStore, PushSubscription};
@@ -38,6 +39,8 @@ pub struct LoadedPlugin {
     pub path: PathBuf,
     /// The `xcsh-plugin-api` version it was built against.
     pub api_version: &'static str,
+    /// Where its code runs.
+    pub isolation: Isolation,
 }
 
 /// One agent session: its tools, its store, its steering queue.
@@ -147,18 +150,57 @@ impl Session {
                 self.plugins.push(LoadedPlugin {
                     path: candidate.path.clone(),
                     api_version: library.api_version(),
+                    isolation: Isolation::InProcess,
                 });
-                instantiate(library, &candidate.path, &self.cwd, self.store.clone())
+                instantiate(
+                    library,
+                    &candidate.path,
+                    &self.cwd,
+                    store_sink(self.store.clone()),
+                    None,
+                )
             });
         match tools {
             Ok(tools) => {
-                for tool in tools {
+                for mut tool in tools {
+                    tool.set_inline(loader.inline_calls);
                     if let Err(error) = self.register(Arc::new(tool)) {
                         self.load_errors.push(error);
                     }
                 }
             }
             Err(error) => self.load_errors.push(error),
+        }
+    }
+
+    /// Register the tools of isolated plugins, in discovery order, as their children report.
+    #[cfg(target_os = "linux")]
+    fn finish_isolated(
+        &mut self,
+        started: Vec<Result<crate::isolate::plugin::Starting, LoadError>>,
+    ) {
+        for starting in started {
+            let finished = starting.and_then(|starting| {
+                let path = starting.path().to_owned();
+                starting
+                    .finish()
+                    .map(|(api_version, tools)| (path, api_version, tools))
+            });
+            match finished {
+                Ok((path, api_version, tools)) => {
+                    self.plugins.push(LoadedPlugin {
+                        path,
+                        api_version: crate::isolate::plugin::intern(api_version),
+                        isolation: Isolation::Process,
+                    });
+                    for tool in tools {
+                        if let Err(error) = self.register(Arc::new(tool)) {
+                            self.load_errors.push(error);
+                        }
+                    }
+                }
+                Err(error) => self.load_errors.push(error),
+            }
         }
     }
 
@@ -259,7 +301,7 @@ impl Session {
         let id = options
             .tool_call_id
             .unwrap_or_else(|| format!("call_{}", next_call_number()));
-        let future = registered.tool.execute(id, arguments, ctx);
+        let future = registered.tool.execute(id.clone(), arguments, ctx);
         let outcome = bounded(future, &options.cancel, timeout).await;
         if outcome.is_err() {
             options.cancel.cancel();
@@ -267,7 +309,13 @@ impl Session {
         match outcome {
             Ok(Ok(result)) => ToolOutcome::success(result),
             Ok(Err(error)) => ToolOutcome::error(error.message()),
-            Err(interrupted) => ToolOutcome::error(format!("Tool \"{name}\" {interrupted}")),
+            Err(interrupted) => {
+                let message = format!("Tool \"{name}\" {interrupted}");
+                match registered.tool.interrupted(&id).await {
+                    Some(note) => ToolOutcome::error(format!("{message}; {note}")),
+                    None => ToolOutcome::error(message),
+                }
+            }
         }
     }
 }

@@ -21,6 +21,8 @@ mod dl;
 #[cfg(target_os = "linux")]
 mod memfd;
 mod private_copy;
+#[cfg(target_os = "linux")]
+pub(crate) mod spawn;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -129,4 +131,17 @@ pub(crate) fn divert_stdout_to_stderr() -> std::io::Result<File> {
     let protocol = std::io::stdout().as_fd().try_clone_to_owned()?;
     rustix::stdio::dup2_stdout(std::io::stderr().as_fd())?;
     Ok(File::from(protocol))
+}
+
+/// A sealed in-memory copy of `bytes` (the pinned content of `original`), to hand to a plugin
+/// child; elsewhere than Linux there is no process isolation to hand it to.
+#[cfg(target_os = "linux")]
+pub(crate) fn sealed_copy(original: &Path, bytes: &[u8]) -> std::io::Result<File> {
+    memfd::sealed(original, bytes)
+}
+
+/// Without memfds, there is no plugin child to hand a copy to.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn sealed_copy(_original: &Path, _bytes: &[u8]) -> std::io::Result<File> {
+    Err(std::io::Error::other("process isolation needs Linux"))
 }

@@ -14,6 +14,7 @@ use xcsh_loader::render::sanitize;
 use xcsh_loader::{Session, ToolOrigin};
 
 use crate::output::print_json;
+use crate::HostOptions;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -26,15 +27,18 @@ pub struct CheckArgs {
 struct Report {
     path: PathBuf,
     api_version: Option<&'static str>,
+    isolation: Option<xcsh_loader::Isolation>,
     tools: Vec<serde_json::Value>,
     problems: Vec<String>,
 }
 
-fn check_file(file: PathBuf, cwd: &std::path::Path) -> Report {
+fn check_file(file: PathBuf, host: &HostOptions) -> Report {
+    let cwd = host.cwd.as_path();
     let path = cwd.join(&file);
     let mut report = Report {
         path: file,
         api_version: None,
+        isolation: None,
         tools: Vec::new(),
         problems: Vec::new(),
     };
@@ -48,11 +52,13 @@ fn check_file(file: PathBuf, cwd: &std::path::Path) -> Report {
     let session = Session::builder(cwd)
         .default_dirs(false)
         .plugin(&path)
+        .isolation(host.isolation)
         .build();
     for error in session.load_errors() {
         report.problems.push(error.cause());
     }
     report.api_version = session.plugins().first().map(|p| p.api_version);
+    report.isolation = session.plugins().first().map(|p| p.isolation);
     for spec in session.tools() {
         if !matches!(spec.origin, ToolOrigin::Plugin(_)) {
             continue;
@@ -83,8 +89,13 @@ fn check_file(file: PathBuf, cwd: &std::path::Path) -> Report {
     report
 }
 
-pub fn run(args: CheckArgs, cwd: &std::path::Path, json_output: bool) -> ExitCode {
-    let reports: Vec<Report> = args.files.into_iter().map(|f| check_file(f, cwd)).collect();
+pub fn run(args: CheckArgs, host: &HostOptions) -> ExitCode {
+    let json_output = host.json;
+    let reports: Vec<Report> = args
+        .files
+        .into_iter()
+        .map(|f| check_file(f, host))
+        .collect();
     let failed = reports.iter().any(|r| !r.problems.is_empty());
     if json_output {
         let files: Vec<_> = reports
@@ -94,6 +105,7 @@ pub fn run(args: CheckArgs, cwd: &std::path::Path, json_output: bool) -> ExitCod
                     "path": r.path.display().to_string(),
                     "ok": r.problems.is_empty(),
                     "apiVersion": r.api_version,
+                    "isolation": r.isolation.map(|i| i.as_str()),
                     "tools": r.tools,
                     "problems": r.problems,
                 })
@@ -116,7 +128,8 @@ fn print_report(report: &Report) {
     let path = sanitize(&report.path.display().to_string());
     if report.problems.is_empty() {
         let version = report.api_version.unwrap_or("?");
-        println!("ok {path} (xcsh-plugin-api {version})");
+        let isolation = report.isolation.map_or("?", |i| i.as_str());
+        println!("ok {path} (xcsh-plugin-api {version}, isolation {isolation})");
         for tool in &report.tools {
             let mut flags = Vec::new();
             if tool["hidden"] == true {

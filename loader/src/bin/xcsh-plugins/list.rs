@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use serde_json::json;
 use xcsh_loader::render::sanitize;
 use xcsh_loader::trust::trust_command;
-use xcsh_loader::LoadErrorKind;
+use xcsh_loader::{LoadErrorKind, ToolOrigin};
 
 use crate::output::print_json;
 use crate::HostOptions;
@@ -15,6 +15,15 @@ use crate::HostOptions;
 pub fn run(host: &HostOptions) -> ExitCode {
     let session = host.session().build();
     let errors = session.load_errors();
+    // Each tool's isolation mode, from its plugin (built-ins run in this process).
+    let isolation_of = |origin: &ToolOrigin| match origin {
+        ToolOrigin::Plugin(path) => session
+            .plugins()
+            .iter()
+            .find(|p| &p.path == path)
+            .map_or("in-process", |p| p.isolation.as_str()),
+        ToolOrigin::Builtin => "in-process",
+    };
     if host.json {
         let tools: Vec<_> = session
             .tools()
@@ -27,6 +36,7 @@ pub fn run(host: &HostOptions) -> ExitCode {
                     "origin": spec.origin.to_string(),
                     "hidden": spec.hidden,
                     "deferrable": spec.deferrable,
+                    "isolation": isolation_of(&spec.origin),
                     "parameters": spec.parameters,
                 })
             })
@@ -66,11 +76,12 @@ pub fn run(host: &HostOptions) -> ExitCode {
                 format!(" [{}]", flags.join(", "))
             };
             println!(
-                "{}  {}{}\n    from {}",
+                "{}  {}{}\n    from {} ({})",
                 sanitize(&spec.name),
                 sanitize(&spec.label),
                 flags,
-                sanitize(&spec.origin.to_string())
+                sanitize(&spec.origin.to_string()),
+                isolation_of(&spec.origin)
             );
         }
         for error in errors {

@@ -35,6 +35,10 @@ struct Cli {
     /// Machine-readable output: one JSON document on stdout.
     #[arg(long, global = true)]
     json: bool,
+    /// Where plugin code runs: `process` (each plugin library in a child process of its own;
+    /// the default on Linux) or `in-process` (inside this process; the only mode elsewhere).
+    #[arg(long, value_name = "MODE", global = true)]
+    isolation: Option<xcsh_loader::Isolation>,
     #[command(subcommand)]
     command: Command,
 }
@@ -67,12 +71,15 @@ pub struct HostOptions {
     pub default_dirs: bool,
     pub cwd: PathBuf,
     pub json: bool,
+    pub isolation: xcsh_loader::Isolation,
 }
 
 impl HostOptions {
     /// A session builder for these options, with the built-in tools.
     pub fn session(&self) -> xcsh_loader::SessionBuilder {
-        let mut builder = xcsh_loader::Session::builder(&self.cwd).default_dirs(self.default_dirs);
+        let mut builder = xcsh_loader::Session::builder(&self.cwd)
+            .default_dirs(self.default_dirs)
+            .isolation(self.isolation);
         for plugin in &self.plugins {
             builder = builder.plugin(plugin);
         }
@@ -125,22 +132,27 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         default_dirs: !cli.no_default_dirs,
         cwd,
         json: cli.json,
+        isolation: cli.isolation.unwrap_or_default(),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    match cli.command {
+    let outcome = match cli.command {
         Command::List => Ok(list::run(&host)),
         Command::Call(args) => runtime.block_on(call::run(&host, args)),
         #[cfg(feature = "mcp")]
         Command::Mcp => mcp::run(&host),
-        Command::Check(args) => Ok(check::run(args, &host.cwd, host.json)),
+        Command::Check(args) => Ok(check::run(args, &host)),
         Command::New(args) => new::run(args, &host.cwd).map(|()| ExitCode::SUCCESS),
         Command::Demo(args) => runtime
             .block_on(demo::run(&host, args))
             .map(|()| ExitCode::SUCCESS),
         Command::Trust(args) => Ok(trust::trust(args, &host)),
         Command::Untrust(args) => Ok(trust::untrust(args, &host)),
-    }
+    };
+    // Without waiting for threads still busy in plugin code that was abandoned (an
+    // in-process call that timed out while blocking).
+    runtime.shutdown_background();
+    outcome
 }

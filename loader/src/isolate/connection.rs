@@ -1,0 +1,520 @@
+//! The host's side of one plugin child: start it with the checked descriptor and one end of
+//! a socketpair, take its handshake, then route its frames (results, updates, log lines,
+//! pushes) until it ends; reap it and say how it ended.
+//!
+//! Everything here runs on the isolation runtime ([`background`]): one thread of its own,
+//! independent of whatever runtime (if any) the embedder uses, so `SessionBuilder::build`
+//! may stay synchronous and the children outlive no one's runtime. Tools talk to it through
+//! tokio channels, which work from any runtime.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{FramedRead, FramedWrite};
+use xcsh_plugin_api::AgentToolResult;
+
+use super::protocol::{
+    codec, encode, ChildMessage, HostMessage, LogLevel, Resolution, ToolDefinition,
+};
+use super::GRACE_PERIOD;
+use crate::load::{LoadError, LoadErrorKind};
+use crate::store::PendingActionStore;
+use crate::sys::spawn::{describe_exit, inherit_and_die_with_parent};
+use crate::tool::{CancelToken, UpdateSink};
+
+/// How long a child may take to load its library and report its tools.
+const HANDSHAKE_LIMIT: Duration = Duration::from_secs(20);
+
+/// The isolation runtime: one worker thread owning children, readers, reapers and timers.
+pub(super) fn background() -> Result<&'static tokio::runtime::Runtime, String> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("xcsh-isolation")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the isolation runtime: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// What starting a child needs.
+#[derive(Clone)]
+pub(super) struct Launch {
+    pub host_binary: PathBuf,
+    /// The plugin's canonical path (messages, the child's display name).
+    pub path: PathBuf,
+    /// The checked content: the opened file, or a sealed memfd of the pinned bytes.
+    pub descriptor: Arc<File>,
+    pub cwd: PathBuf,
+    pub store: Option<Arc<PendingActionStore>>,
+}
+
+/// What the child reported at the handshake.
+pub(super) struct Hello {
+    pub api_version: String,
+    pub tools: Vec<ToolDefinition>,
+}
+
+/// How a call on a child ended.
+pub(super) enum CallEnd {
+    /// The child answered.
+    Done(Result<AgentToolResult, String>),
+    /// The child ended first; how.
+    Gone(String),
+}
+
+/// A call sent to a child.
+pub(super) struct SentCall {
+    pub number: u64,
+    pub end: oneshot::Receiver<CallEnd>,
+    /// Fires once the call ended, answered or not.
+    pub finished: CancelToken,
+}
+
+struct CallSlot {
+    end: oneshot::Sender<CallEnd>,
+    updates: Option<UpdateSink>,
+    finished: CancelToken,
+}
+
+enum Stop {
+    /// Kill now.
+    Kill,
+}
+
+/// State the reader and the reaper share with the [`Connection`].
+#[derive(Default)]
+struct Shared {
+    calls: Mutex<HashMap<u64, CallSlot>>,
+    requests: Mutex<HashMap<u64, oneshot::Sender<Result<Resolution, String>>>>,
+    /// Set once the child is gone: how it ended.
+    ended: Mutex<Option<String>>,
+    /// Why the host ended it, when it did (a timeout, a malformed frame, the session's end).
+    stopped_by_host: Mutex<Option<String>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The host's handle on one running child. Dropping the last handle shuts the child down.
+pub(super) struct Connection {
+    pub path: PathBuf,
+    outgoing: mpsc::UnboundedSender<HostMessage>,
+    stop: mpsc::UnboundedSender<Stop>,
+    shared: Arc<Shared>,
+    next_id: AtomicU64,
+    /// Whether the plugin already counted this child's end as a crash.
+    pub crash_noted: AtomicBool,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // The child cancels what still runs and exits; it is killed after the grace period
+        // otherwise.
+        let _ = self.outgoing.send(HostMessage::Shutdown);
+        lock(&self.shared.stopped_by_host).get_or_insert_with(|| "the session ended".to_owned());
+        if let Ok(runtime) = background() {
+            let stop = self.stop.clone();
+            runtime.spawn(async move {
+                tokio::time::sleep(GRACE_PERIOD).await;
+                let _ = stop.send(Stop::Kill);
+            });
+        }
+    }
+}
+
+impl Connection {
+    /// Start a child and take its handshake.
+    pub(super) async fn start(launch: Launch) -> Result<(Arc<Connection>, Hello), LoadError> {
+        let fail =
+            |cause: String| LoadError::new(&launch.path, LoadErrorKind::PluginProcess { cause });
+        let (parent_end, child_end) =
+            std::os::unix::net::UnixStream::pair().map_err(|e| fail(format!("socketpair: {e}")))?;
+        parent_end
+            .set_nonblocking(true)
+            .map_err(|e| fail(format!("socketpair: {e}")))?;
+        let stream = tokio::net::UnixStream::from_std(parent_end)
+            .map_err(|e| fail(format!("socketpair: {e}")))?;
+        let socket_fd = child_end.as_raw_fd();
+        let plugin_fd = launch.descriptor.as_raw_fd();
+        let mut command = tokio::process::Command::new(&launch.host_binary);
+        command
+            .arg("--socket")
+            .arg(socket_fd.to_string())
+            .arg("--plugin-fd")
+            .arg(plugin_fd.to_string())
+            .arg("--path")
+            .arg(&launch.path)
+            .arg("--cwd")
+            .arg(&launch.cwd)
+            .env("XCSH_PLUGIN_HOST_PARENT", std::process::id().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if launch.store.is_some() {
+            command.arg("--store");
+        }
+        inherit_and_die_with_parent(&mut command, [socket_fd, plugin_fd], std::process::id());
+        let mut child = command.spawn().map_err(|e| {
+            fail(format!(
+                "cannot start {}: {e}; set {}=/path/to/{} or use in-process isolation",
+                launch.host_binary.display(),
+                super::PLUGIN_HOST_ENV,
+                super::PLUGIN_HOST_BIN
+            ))
+        })?;
+        drop(child_end);
+        let name = launch
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Some(out) = child.stdout.take() {
+            tokio::spawn(log_lines(out, name.clone()));
+        }
+        if let Some(err) = child.stderr.take() {
+            tokio::spawn(log_lines(err, name));
+        }
+        let (read_half, write_half) = stream.into_split();
+        let mut frames = FramedRead::new(read_half, codec());
+        let mut sink = FramedWrite::new(write_half, codec());
+        let (outgoing, mut to_send) = mpsc::unbounded_channel::<HostMessage>();
+        tokio::spawn(async move {
+            while let Some(message) = to_send.recv().await {
+                let Some(bytes) = encode(&message) else {
+                    continue;
+                };
+                if sink.send(bytes).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let handshake = tokio::time::timeout(HANDSHAKE_LIMIT, async {
+            // Log lines of the factory may come before the answer.
+            loop {
+                match frames.next().await {
+                    Some(Ok(bytes)) => match serde_json::from_slice::<ChildMessage>(&bytes) {
+                        Ok(ChildMessage::Log { level, message }) => {
+                            log_line(&launch.path, level, &message);
+                        }
+                        other => return Some(other.map_err(|_| ())),
+                    },
+                    Some(Err(_)) => return Some(Err(())),
+                    None => return None,
+                }
+            }
+        })
+        .await;
+        let hello = match handshake {
+            Ok(Some(Ok(ChildMessage::Hello { api_version, tools }))) => {
+                Hello { api_version, tools }
+            }
+            Ok(Some(Ok(ChildMessage::LoadFailed { kind }))) => {
+                let _ = child.wait().await;
+                return Err(LoadError::new(&launch.path, kind));
+            }
+            Ok(Some(_)) => {
+                let _ = child.kill().await;
+                return Err(fail("the plugin process sent a malformed handshake".into()));
+            }
+            Ok(None) => {
+                let cause = match child.wait().await {
+                    Ok(status) => describe_exit(status),
+                    Err(e) => e.to_string(),
+                };
+                return Err(fail(format!(
+                    "the plugin process {cause} while loading the plugin"
+                )));
+            }
+            Err(_) => {
+                let _ = child.kill().await;
+                return Err(fail(format!(
+                    "the plugin process did not report its tools within {}s",
+                    HANDSHAKE_LIMIT.as_secs()
+                )));
+            }
+        };
+        let (stop, stops) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared::default());
+        let connection = Arc::new_cyclic(|weak: &Weak<Connection>| {
+            let reader = tokio::spawn(read_frames(
+                frames,
+                weak.clone(),
+                Arc::clone(&shared),
+                launch.store.clone(),
+            ));
+            tokio::spawn(reap(child, stops, reader, Arc::clone(&shared)));
+            Connection {
+                path: launch.path.clone(),
+                outgoing,
+                stop,
+                shared,
+                next_id: AtomicU64::new(1),
+                crash_noted: AtomicBool::new(false),
+            }
+        });
+        Ok((connection, hello))
+    }
+
+    /// How the child ended, once it has.
+    pub(super) fn ended(&self) -> Option<String> {
+        lock(&self.shared.ended).clone()
+    }
+
+    /// Whether the child ended or is being stopped: a new call needs a fresh child.
+    pub(super) fn is_finished(&self) -> bool {
+        self.ended().is_some() || lock(&self.shared.stopped_by_host).is_some()
+    }
+
+    /// Whether the host ended the child (then its end is not a crash).
+    pub(super) fn stopped_by_host(&self) -> bool {
+        lock(&self.shared.stopped_by_host).is_some()
+    }
+
+    /// Kill the child now; `why` is recorded so its end is not counted as a crash.
+    pub(super) fn kill(&self, why: &str) {
+        lock(&self.shared.stopped_by_host).get_or_insert_with(|| why.to_owned());
+        let _ = self.stop.send(Stop::Kill);
+    }
+
+    /// Send a message; `false` once the child is gone.
+    pub(super) fn send(&self, message: HostMessage) -> bool {
+        self.outgoing.send(message).is_ok()
+    }
+
+    /// Start a call of `tool`.
+    pub(super) fn call(
+        &self,
+        tool: &str,
+        tool_call_id: String,
+        arguments: Value,
+        updates: Option<UpdateSink>,
+    ) -> Result<SentCall, String> {
+        let number = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (sender, end) = oneshot::channel();
+        let finished = CancelToken::new();
+        {
+            // Under the lock that the reaper takes to fail every call: a call is either seen
+            // by the reaper or sees the child's end here.
+            let mut calls = lock(&self.shared.calls);
+            if let Some(cause) = self.ended() {
+                return Err(cause);
+            }
+            calls.insert(
+                number,
+                CallSlot {
+                    end: sender,
+                    updates,
+                    finished: finished.clone(),
+                },
+            );
+        }
+        self.send(HostMessage::Execute {
+            call: number,
+            tool: tool.to_owned(),
+            tool_call_id,
+            arguments,
+        });
+        Ok(SentCall {
+            number,
+            end,
+            finished,
+        })
+    }
+
+    /// Send an apply or reject (`message` gets the request number) and wait for its answer;
+    /// `Err` says how the child ended when it did first.
+    pub(super) async fn resolve(
+        &self,
+        message: impl FnOnce(u64) -> HostMessage,
+    ) -> Result<Resolution, String> {
+        let request = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (sender, answer) = oneshot::channel();
+        {
+            let mut requests = lock(&self.shared.requests);
+            if let Some(cause) = self.ended() {
+                return Err(cause);
+            }
+            requests.insert(request, sender);
+        }
+        self.send(message(request));
+        match answer.await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(self.ended().unwrap_or_else(|| "ended".to_owned())),
+        }
+    }
+}
+
+/// Log each line a child writes to stdout or stderr, prefixed with the plugin's name.
+async fn log_lines(stream: impl AsyncRead + Unpin, name: String) {
+    let mut lines = BufReader::new(stream).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::warn!(target: "xcsh_plugin", "[{name}] {line}");
+    }
+}
+
+/// A plugin's log line, as in-process plugins log them.
+fn log_line(path: &std::path::Path, level: LogLevel, message: &str) {
+    let plugin = path.display();
+    match level {
+        LogLevel::Debug => tracing::debug!(target: "xcsh_plugin", %plugin, "{message}"),
+        LogLevel::Info => tracing::info!(target: "xcsh_plugin", %plugin, "{message}"),
+        LogLevel::Warn => tracing::warn!(target: "xcsh_plugin", %plugin, "{message}"),
+        LogLevel::Error => tracing::error!(target: "xcsh_plugin", %plugin, "{message}"),
+    }
+}
+
+/// Route the child's frames until it closes the socket or sends something malformed.
+async fn read_frames(
+    mut frames: FramedRead<
+        tokio::net::unix::OwnedReadHalf,
+        tokio_util::codec::LengthDelimitedCodec,
+    >,
+    connection: Weak<Connection>,
+    shared: Arc<Shared>,
+    store: Option<Arc<PendingActionStore>>,
+) -> bool {
+    while let Some(frame) = frames.next().await {
+        let message = frame.map_err(|e| e.to_string()).and_then(|bytes| {
+            serde_json::from_slice::<ChildMessage>(&bytes).map_err(|e| e.to_string())
+        });
+        let message = match message {
+            Ok(message) => message,
+            Err(error) => {
+                tracing::warn!(%error, "plugin process sent a malformed or oversized frame; killing it");
+                lock(&shared.stopped_by_host)
+                    .get_or_insert_with(|| "sent a malformed or oversized message".to_owned());
+                return true;
+            }
+        };
+        match message {
+            ChildMessage::Done { call, outcome } => {
+                if let Some(slot) = lock(&shared.calls).remove(&call) {
+                    let _ = slot.end.send(CallEnd::Done(outcome));
+                    slot.finished.cancel();
+                }
+            }
+            ChildMessage::Update { call, result } => {
+                let updates = lock(&shared.calls)
+                    .get(&call)
+                    .and_then(|s| s.updates.clone());
+                if let Some(updates) = updates {
+                    updates(result);
+                }
+            }
+            ChildMessage::Resolved {
+                request,
+                resolution,
+            } => {
+                if let Some(sender) = lock(&shared.requests).remove(&request) {
+                    let _ = sender.send(Ok(resolution));
+                }
+            }
+            ChildMessage::Push {
+                action,
+                label,
+                source_tool_name,
+                details,
+                has_reject,
+            } => {
+                // The child only sends pushes when the session has a store.
+                if let (Some(store), Some(connection)) = (&store, connection.upgrade()) {
+                    store.push(super::proxy::proxy_action(
+                        connection,
+                        action,
+                        label,
+                        source_tool_name,
+                        details,
+                        has_reject,
+                    ));
+                }
+            }
+            ChildMessage::Log { level, message } => {
+                if let Some(connection) = connection.upgrade() {
+                    log_line(&connection.path, level, &message);
+                }
+            }
+            ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. } => {
+                lock(&shared.stopped_by_host)
+                    .get_or_insert_with(|| "sent a second handshake".to_owned());
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Wait for the child to end (killing it when asked, or when it sent something malformed),
+/// reap it, then fail whatever still waited on it with how it ended.
+async fn reap(
+    mut child: tokio::process::Child,
+    mut stops: mpsc::UnboundedReceiver<Stop>,
+    mut reader: tokio::task::JoinHandle<bool>,
+    shared: Arc<Shared>,
+) {
+    let mut reader_done = false;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            Some(Stop::Kill) = stops.recv() => {
+                let _ = child.start_kill();
+                break child.wait().await;
+            }
+            malformed = &mut reader, if !reader_done => {
+                reader_done = true;
+                if matches!(malformed, Ok(true)) {
+                    let _ = child.start_kill();
+                    break child.wait().await;
+                }
+            }
+        }
+    };
+    if !reader_done {
+        // Frames the child sent before it ended (a `Done`, a `Push`) are routed first.
+        let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
+    }
+    finish(&shared, status);
+}
+
+fn finish(shared: &Shared, status: std::io::Result<std::process::ExitStatus>) {
+    let how = match status {
+        Ok(status) => describe_exit(status),
+        Err(error) => format!("could not be waited for ({error})"),
+    };
+    let cause = match lock(&shared.stopped_by_host).clone() {
+        Some(why) => format!("{how}: {why}"),
+        None => how,
+    };
+    let calls: Vec<CallSlot> = {
+        let mut calls = lock(&shared.calls);
+        *lock(&shared.ended) = Some(cause.clone());
+        calls.drain().map(|(_, slot)| slot).collect()
+    };
+    for slot in calls {
+        let _ = slot.end.send(CallEnd::Gone(cause.clone()));
+        slot.finished.cancel();
+    }
+    let requests: Vec<_> = {
+        let mut requests = lock(&shared.requests);
+        requests.drain().map(|(_, sender)| sender).collect()
+    };
+    for sender in requests {
+        let _ = sender.send(Err(cause.clone()));
+    }
+}
