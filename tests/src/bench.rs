@@ -198,11 +198,14 @@ pub mod calls {
     }
 
     impl McpServer {
-        /// Start `cli --no-default-dirs --plugin <plugin> --cwd <cwd> mcp` and initialize.
+        /// Start `cli --no-default-dirs --isolation in-process --plugin <plugin> --cwd <cwd>
+        /// mcp` and initialize.
         /// Needs a tokio runtime with IO enabled.
         pub async fn start(cli: &Path, plugin: &Path, cwd: &Path) -> Result<Self, String> {
+            // In-process, as this row has always measured: the MCP transport's own cost.
             let mut child = tokio::process::Command::new(cli)
                 .arg("--no-default-dirs")
+                .args(["--isolation", "in-process"])
                 .arg("--plugin")
                 .arg(plugin)
                 .arg("--cwd")

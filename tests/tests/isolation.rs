@@ -268,3 +268,25 @@ fn in_process_a_blocking_tool_is_abandoned_at_the_timeout() {
     // The abandoned threads are still busy: do not wait for them.
     runtime.shutdown_background();
 }
+
+#[tokio::test]
+async fn a_child_that_sends_a_malformed_frame_is_killed_and_counted_as_crashed() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = session(dir.path());
+    let outcome = session.call("garble", json!({})).await;
+    assert!(outcome.is_error, "{}", outcome.text());
+    let expected = format!(
+        "Plugin {} crashed while running tool \"garble\": its process killed by SIGKILL: sent a malformed or oversized message",
+        crash_path()
+    );
+    assert!(outcome.text().starts_with(&expected), "{}", outcome.text());
+    ping(&session).await;
+    // Two more crashes disable it: the malformed frame counted as one.
+    session.call("exit", json!({})).await;
+    let third = session.call("exit", json!({})).await;
+    assert!(
+        third.text().contains("is disabled for this session"),
+        "{}",
+        third.text()
+    );
+}

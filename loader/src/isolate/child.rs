@@ -2,9 +2,9 @@
 //! its factory, report its tools, then serve calls, applies and rejects until the host says
 //! stop or goes away.
 //!
-//! The socket is read on the runtime's worker thread; plugin code never runs there: each
-//! call, apply, reject and drop runs on a blocking-pool thread (see `plugin_abi::offload`),
-//! so a plugin that blocks never stops this child from reading a `Cancel`.
+//! Worker threads take turns reading the socket (leader/follower): the worker that reads a
+//! call runs it itself, after making sure another worker reads on, so a plugin that blocks
+//! never stops this child from reading a `Cancel`, and a trivial call costs no thread hop.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -14,13 +14,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
-use tokio::sync::mpsc;
-use tokio_util::codec::{FramedRead, FramedWrite};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::AtomicUsize;
+
 use xcsh_plugin_api::ffi::FfiLogLevel;
 
 use super::protocol::{
-    codec, encode, ChildMessage, HostMessage, LogLevel, Resolution, ToolDefinition,
+    ChildMessage, FrameReader, FrameWriter, HostMessage, LogLevel, Resolution, ToolDefinition,
 };
 use crate::load::open::load_inherited;
 use crate::plugin_abi::{instantiate, LogSink, PluginTool, PushSink};
@@ -78,8 +78,9 @@ pub fn child_main() -> ExitCode {
         eprintln!("xcsh-plugin-host: the process that started this one is gone");
         return ExitCode::from(2);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+    // Only to poll plugin futures with `Handle::block_on` on the workers: plugin futures
+    // bring their own runtime, so this one drives nothing.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
@@ -89,14 +90,29 @@ pub fn child_main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let code = runtime.block_on(serve(arguments));
+    let code = serve(arguments, runtime.handle().clone());
     // Threads of plugin code may still be blocked: end the process without waiting for them.
     std::process::exit(code)
 }
 
-type Outgoing = mpsc::UnboundedSender<ChildMessage>;
+/// The writing end of the socket, shared by every thread of the child.
+type Outgoing = Arc<FrameWriter<UnixStream>>;
 
-async fn serve(arguments: Arguments) -> i32 {
+/// What every worker thread of the child shares.
+struct Shared {
+    reader: Mutex<FrameReader<UnixStream>>,
+    outgoing: Outgoing,
+    tools: HashMap<String, Arc<PluginTool>>,
+    calls: Mutex<HashMap<u64, CancelToken>>,
+    actions: Arc<Mutex<HashMap<u64, PendingAction>>>,
+    /// Workers not busy with a message: one of them is (or will be) reading.
+    idle: AtomicUsize,
+    /// Polls plugin futures (`Handle::block_on`); they bring their own runtime.
+    runtime: tokio::runtime::Handle,
+    cwd: PathBuf,
+}
+
+fn serve(arguments: Arguments, runtime: tokio::runtime::Handle) -> i32 {
     let (socket, plugin) = match (
         take_inherited(arguments.socket),
         take_inherited(arguments.plugin_fd),
@@ -107,114 +123,144 @@ async fn serve(arguments: Arguments) -> i32 {
             return 2;
         }
     };
-    let stream = std::os::unix::net::UnixStream::from(socket);
-    let stream = match stream
-        .set_nonblocking(true)
-        .and_then(|()| tokio::net::UnixStream::from_std(stream))
-    {
-        Ok(stream) => stream,
+    let stream = UnixStream::from(socket);
+    let writer = match stream.try_clone() {
+        Ok(writer) => writer,
         Err(error) => {
             eprintln!("xcsh-plugin-host: bad socket: {error}");
             return 2;
         }
     };
-    let (read_half, write_half) = stream.into_split();
-    let mut frames = FramedRead::new(read_half, codec());
-    let mut sink = FramedWrite::new(write_half, codec());
-    let (outgoing, mut to_send) = mpsc::unbounded_channel::<ChildMessage>();
-    let writer = tokio::spawn(async move {
-        while let Some(message) = to_send.recv().await {
-            let Some(bytes) = encode(&message) else {
-                continue;
-            };
-            if sink.send(bytes).await.is_err() {
-                break;
-            }
-        }
-    });
-
+    let outgoing: Outgoing = Arc::new(FrameWriter::new(writer));
     let actions: Arc<Mutex<HashMap<u64, PendingAction>>> = Arc::default();
     let tools = match load(&arguments, File::from(plugin), &outgoing, &actions) {
         Ok(tools) => tools,
         Err(kind) => {
-            let _ = outgoing.send(ChildMessage::LoadFailed { kind });
-            drop(outgoing);
-            let _ = writer.await;
+            outgoing.send(&ChildMessage::LoadFailed { kind });
             return 0;
         }
     };
-    let calls: Arc<Mutex<HashMap<u64, CancelToken>>> = Arc::default();
-    while let Some(frame) = frames.next().await {
-        let Ok(message) = frame.map_err(|e| e.to_string()).and_then(|bytes| {
-            serde_json::from_slice::<HostMessage>(&bytes).map_err(|e| e.to_string())
-        }) else {
-            break;
+    let shared = Arc::new(Shared {
+        reader: Mutex::new(FrameReader::new(stream)),
+        outgoing,
+        tools,
+        calls: Mutex::default(),
+        actions,
+        idle: AtomicUsize::new(1),
+        runtime,
+        cwd: arguments.cwd,
+    });
+    work(&shared)
+}
+
+/// A worker: take the reader, read one message, hand the reader on, handle the message, and
+/// again. Whenever the last idle worker starts on a message, a new worker is started first,
+/// so the socket is always read (a `Cancel` arrives while every other worker runs plugin
+/// code). A round trip wakes only the worker that reads the call.
+fn work(shared: &Arc<Shared>) -> i32 {
+    loop {
+        let message = lock(&shared.reader).next::<HostMessage>();
+        let message = match message {
+            Ok(message) => message,
+            // The host is gone or spoke garbage: nothing more to do.
+            Err(_) => return 0,
         };
         match message {
-            HostMessage::Execute {
-                call,
-                tool,
-                tool_call_id,
-                arguments: args,
-            } => {
-                let cancel = CancelToken::new();
-                lock(&calls).insert(call, cancel.clone());
-                let Some(tool) = tools.get(&tool).cloned() else {
-                    let _ = outgoing.send(ChildMessage::Done {
-                        call,
-                        outcome: Err(format!("Tool \"{tool}\" not found")),
-                    });
-                    continue;
-                };
-                let updates = outgoing.clone();
-                let ctx = CallContext {
-                    cwd: arguments.cwd.clone(),
-                    store: None,
-                    cancel,
-                    updates: Some(Arc::new(move |result| {
-                        let _ = updates.send(ChildMessage::Update { call, result });
-                    })),
-                };
-                let done = outgoing.clone();
-                let calls = Arc::clone(&calls);
-                tokio::spawn(async move {
-                    let outcome = tool
-                        .execute(tool_call_id, args, ctx)
-                        .await
-                        .map_err(|error| error.message().to_owned());
-                    lock(&calls).remove(&call);
-                    let _ = done.send(ChildMessage::Done { call, outcome });
-                });
-            }
             HostMessage::Cancel { call } => {
-                if let Some(cancel) = lock(&calls).get(&call) {
+                if let Some(cancel) = lock(&shared.calls).get(&call) {
                     cancel.cancel();
                 }
+                continue;
             }
-            HostMessage::Apply {
-                request,
-                action,
-                reason,
-            } => resolve(&actions, &outgoing, request, action, reason, true),
-            HostMessage::Reject {
-                request,
-                action,
-                reason,
-            } => resolve(&actions, &outgoing, request, action, reason, false),
-            HostMessage::DropAction { action } => {
-                if let Some(action) = lock(&actions).remove(&action) {
-                    tokio::task::spawn_blocking(move || drop(action));
+            HostMessage::Shutdown => {
+                for cancel in lock(&shared.calls).values() {
+                    cancel.cancel();
                 }
+                // Let cancelled calls drop their futures (plugin cleanup) for a moment.
+                std::thread::sleep(Duration::from_millis(50));
+                return 0;
             }
-            HostMessage::Shutdown => break,
+            _ => {}
         }
+        if shared.idle.fetch_sub(1, Ordering::SeqCst) == 1 {
+            shared.idle.fetch_add(1, Ordering::SeqCst);
+            let next = Arc::clone(shared);
+            let spawned = std::thread::Builder::new()
+                .name("xcsh-plugin-worker".to_owned())
+                .spawn(move || std::process::exit(work(&next)));
+            if spawned.is_err() {
+                shared.idle.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        handle(shared, message);
+        shared.idle.fetch_add(1, Ordering::SeqCst);
     }
-    for cancel in lock(&calls).values() {
-        cancel.cancel();
+}
+
+fn handle(shared: &Shared, message: HostMessage) {
+    match message {
+        HostMessage::Execute {
+            call,
+            tool,
+            tool_call_id,
+            arguments,
+        } => {
+            let outcome = execute(shared, call, &tool, tool_call_id, arguments);
+            lock(&shared.calls).remove(&call);
+            shared.outgoing.send(&ChildMessage::Done { call, outcome });
+        }
+        HostMessage::Apply {
+            request,
+            action,
+            reason,
+        } => resolve(shared, request, action, reason, true),
+        HostMessage::Reject {
+            request,
+            action,
+            reason,
+        } => resolve(shared, request, action, reason, false),
+        HostMessage::DropAction { action } => {
+            let action = lock(&shared.actions).remove(&action);
+            drop(action);
+        }
+        HostMessage::Cancel { .. } | HostMessage::Shutdown => {}
     }
-    // Let cancelled calls drop their futures (plugin cleanup) for a moment.
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    0
+}
+
+/// Run one call to its end or its cancellation, on this thread.
+fn execute(
+    shared: &Shared,
+    call: u64,
+    tool: &str,
+    tool_call_id: String,
+    arguments: serde_json::Value,
+) -> Result<xcsh_plugin_api::AgentToolResult, String> {
+    let Some(tool) = shared.tools.get(tool).cloned() else {
+        return Err(format!("Tool \"{tool}\" not found"));
+    };
+    let cancel = CancelToken::new();
+    lock(&shared.calls).insert(call, cancel.clone());
+    let updates = Arc::clone(&shared.outgoing);
+    let ctx = CallContext {
+        cwd: shared.cwd.clone(),
+        store: None,
+        cancel: cancel.clone(),
+        updates: Some(Arc::new(move |result| {
+            updates.send(&ChildMessage::Update { call, result });
+        })),
+    };
+    let future = tool.execute(tool_call_id, arguments, ctx);
+    let outcome = shared.runtime.block_on(async move {
+        tokio::select! {
+            outcome = future => Some(outcome),
+            () = cancel.cancelled() => None,
+        }
+    });
+    match outcome {
+        Some(Ok(result)) => Ok(result),
+        Some(Err(error)) => Err(error.message().to_owned()),
+        None => Err("the call was cancelled".to_owned()),
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -243,7 +289,7 @@ fn load(
                 has_reject: action.has_reject(),
             };
             lock(&actions).insert(id, action);
-            let _ = outgoing.send(message);
+            outgoing.send(&message);
         }) as PushSink
     });
     let logs = outgoing.clone();
@@ -254,7 +300,7 @@ fn load(
             FfiLogLevel::Warn => LogLevel::Warn,
             FfiLogLevel::Error => LogLevel::Error,
         };
-        let _ = logs.send(ChildMessage::Log { level, message });
+        logs.send(&ChildMessage::Log { level, message });
     });
     let api_version = library.api_version().to_owned();
     let tools = instantiate(library, &arguments.path, &arguments.cwd, sink, Some(logger))
@@ -273,27 +319,24 @@ fn load(
             }
         })
         .collect();
-    let _ = outgoing.send(ChildMessage::Hello {
+    outgoing.send(&ChildMessage::Hello {
         api_version,
         tools: definitions,
     });
     Ok(tools
         .into_iter()
-        .map(|tool| (tool.spec().name.clone(), Arc::new(tool)))
+        .map(|mut tool| {
+            // Polled on the worker that read the call: no further thread hop.
+            tool.set_inline(true);
+            (tool.spec().name.clone(), Arc::new(tool))
+        })
         .collect())
 }
 
-/// Apply or reject `action` on a thread of its own, then answer `request`.
-fn resolve(
-    actions: &Mutex<HashMap<u64, PendingAction>>,
-    outgoing: &Outgoing,
-    request: u64,
-    action: u64,
-    reason: String,
-    apply: bool,
-) {
-    let Some(action) = lock(actions).remove(&action) else {
-        let _ = outgoing.send(ChildMessage::Resolved {
+/// Apply or reject `action` on this worker, then answer `request`.
+fn resolve(shared: &Shared, request: u64, action: u64, reason: String, apply: bool) {
+    let Some(action) = lock(&shared.actions).remove(&action) else {
+        shared.outgoing.send(&ChildMessage::Resolved {
             request,
             resolution: Resolution::Failed {
                 message: "the pending action is unknown to its plugin process".to_owned(),
@@ -301,34 +344,30 @@ fn resolve(
         });
         return;
     };
-    let outgoing = outgoing.clone();
-    let runtime = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || {
-        let (apply_fn, reject_fn) = action.into_callbacks();
-        let resolution = runtime.block_on(async move {
-            if apply {
-                match apply_fn(reason).await {
-                    Ok(result) => Resolution::Applied { result },
-                    Err(error) => Resolution::Failed {
-                        message: error.message().to_owned(),
-                    },
-                }
-            } else {
-                let outcome = match reject_fn {
-                    Some(reject) => reject(reason).await,
-                    None => Ok(None),
-                };
-                match outcome {
-                    Ok(result) => Resolution::Rejected { result },
-                    Err(error) => Resolution::Failed {
-                        message: error.message().to_owned(),
-                    },
-                }
+    let (apply_fn, reject_fn) = action.into_callbacks();
+    let resolution = shared.runtime.block_on(async move {
+        if apply {
+            match apply_fn(reason).await {
+                Ok(result) => Resolution::Applied { result },
+                Err(error) => Resolution::Failed {
+                    message: error.message().to_owned(),
+                },
             }
-        });
-        let _ = outgoing.send(ChildMessage::Resolved {
-            request,
-            resolution,
-        });
+        } else {
+            let outcome = match reject_fn {
+                Some(reject) => reject(reason).await,
+                None => Ok(None),
+            };
+            match outcome {
+                Ok(result) => Resolution::Rejected { result },
+                Err(error) => Resolution::Failed {
+                    message: error.message().to_owned(),
+                },
+            }
+        }
+    });
+    shared.outgoing.send(&ChildMessage::Resolved {
+        request,
+        resolution,
     });
 }

@@ -2,10 +2,12 @@
 //! a socketpair, take its handshake, then route its frames (results, updates, log lines,
 //! pushes) until it ends; reap it and say how it ended.
 //!
-//! Everything here runs on the isolation runtime ([`background`]): one thread of its own,
+//! The child is started, reaped and timed on the isolation runtime ([`background`]): one
+//! thread of its own,
 //! independent of whatever runtime (if any) the embedder uses, so `SessionBuilder::build`
-//! may stay synchronous and the children outlive no one's runtime. Tools talk to it through
-//! tokio channels, which work from any runtime.
+//! may stay synchronous and the children outlive no one's runtime. A call writes its frame
+//! itself, from the caller's thread; each child's answers are read by a thread of its own and
+//! handed back through tokio channels, which work from any runtime.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -16,15 +18,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use std::os::unix::net::UnixStream;
+
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::codec::{FramedRead, FramedWrite};
 use xcsh_plugin_api::AgentToolResult;
 
 use super::protocol::{
-    codec, encode, ChildMessage, HostMessage, LogLevel, Resolution, ToolDefinition,
+    ChildMessage, FrameReader, FrameWriter, HostMessage, LogLevel, ReadError, Resolution,
+    ToolDefinition,
 };
 use super::GRACE_PERIOD;
 use crate::load::{LoadError, LoadErrorKind};
@@ -105,6 +108,12 @@ struct Shared {
     ended: Mutex<Option<String>>,
     /// Why the host ended it, when it did (a timeout, a malformed frame, the session's end).
     stopped_by_host: Mutex<Option<String>>,
+    /// It sent something malformed: killed by the host, but counted as a crash.
+    violated_protocol: AtomicBool,
+    /// Fires when the reader thread has routed everything the child sent.
+    reader_done: CancelToken,
+    /// Fires once `ended` is set.
+    ended_signal: CancelToken,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -114,7 +123,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The host's handle on one running child. Dropping the last handle shuts the child down.
 pub(super) struct Connection {
     pub path: PathBuf,
-    outgoing: mpsc::UnboundedSender<HostMessage>,
+    outgoing: FrameWriter<UnixStream>,
     stop: mpsc::UnboundedSender<Stop>,
     shared: Arc<Shared>,
     next_id: AtomicU64,
@@ -126,7 +135,7 @@ impl Drop for Connection {
     fn drop(&mut self) {
         // The child cancels what still runs and exits; it is killed after the grace period
         // otherwise.
-        let _ = self.outgoing.send(HostMessage::Shutdown);
+        self.outgoing.send(&HostMessage::Shutdown);
         lock(&self.shared.stopped_by_host).get_or_insert_with(|| "the session ended".to_owned());
         if let Ok(runtime) = background() {
             let stop = self.stop.clone();
@@ -144,11 +153,9 @@ impl Connection {
         let fail =
             |cause: String| LoadError::new(&launch.path, LoadErrorKind::PluginProcess { cause });
         let (parent_end, child_end) =
-            std::os::unix::net::UnixStream::pair().map_err(|e| fail(format!("socketpair: {e}")))?;
-        parent_end
-            .set_nonblocking(true)
-            .map_err(|e| fail(format!("socketpair: {e}")))?;
-        let stream = tokio::net::UnixStream::from_std(parent_end)
+            UnixStream::pair().map_err(|e| fail(format!("socketpair: {e}")))?;
+        let writer = parent_end
+            .try_clone()
             .map_err(|e| fail(format!("socketpair: {e}")))?;
         let socket_fd = child_end.as_raw_fd();
         let plugin_fd = launch.descriptor.as_raw_fd();
@@ -191,84 +198,55 @@ impl Connection {
         if let Some(err) = child.stderr.take() {
             tokio::spawn(log_lines(err, name));
         }
-        let (read_half, write_half) = stream.into_split();
-        let mut frames = FramedRead::new(read_half, codec());
-        let mut sink = FramedWrite::new(write_half, codec());
-        let (outgoing, mut to_send) = mpsc::unbounded_channel::<HostMessage>();
-        tokio::spawn(async move {
-            while let Some(message) = to_send.recv().await {
-                let Some(bytes) = encode(&message) else {
-                    continue;
-                };
-                if sink.send(bytes).await.is_err() {
-                    break;
-                }
+        let (stop, stops) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared::default());
+        let (hello_sender, hello) = oneshot::channel();
+        let connection = Arc::new_cyclic(|weak: &Weak<Connection>| {
+            let reader = Reader {
+                frames: FrameReader::new(parent_end),
+                connection: weak.clone(),
+                shared: Arc::clone(&shared),
+                store: launch.store.clone(),
+                path: launch.path.clone(),
+                stop: stop.clone(),
+            };
+            let spawned = std::thread::Builder::new()
+                .name("xcsh-plugin-reader".to_owned())
+                .spawn(move || reader.run(hello_sender));
+            if spawned.is_err() {
+                shared.reader_done.cancel();
+            }
+            Connection {
+                path: launch.path.clone(),
+                outgoing: FrameWriter::new(writer),
+                stop,
+                shared: Arc::clone(&shared),
+                next_id: AtomicU64::new(1),
+                crash_noted: AtomicBool::new(false),
             }
         });
-        let handshake = tokio::time::timeout(HANDSHAKE_LIMIT, async {
-            // Log lines of the factory may come before the answer.
-            loop {
-                match frames.next().await {
-                    Some(Ok(bytes)) => match serde_json::from_slice::<ChildMessage>(&bytes) {
-                        Ok(ChildMessage::Log { level, message }) => {
-                            log_line(&launch.path, level, &message);
-                        }
-                        other => return Some(other.map_err(|_| ())),
-                    },
-                    Some(Err(_)) => return Some(Err(())),
-                    None => return None,
-                }
-            }
-        })
-        .await;
+        tokio::spawn(reap(child, stops, Arc::clone(&shared)));
+        let handshake = tokio::time::timeout(HANDSHAKE_LIMIT, hello).await;
         let hello = match handshake {
-            Ok(Some(Ok(ChildMessage::Hello { api_version, tools }))) => {
-                Hello { api_version, tools }
-            }
-            Ok(Some(Ok(ChildMessage::LoadFailed { kind }))) => {
-                let _ = child.wait().await;
-                return Err(LoadError::new(&launch.path, kind));
-            }
-            Ok(Some(_)) => {
-                let _ = child.kill().await;
-                return Err(fail("the plugin process sent a malformed handshake".into()));
-            }
-            Ok(None) => {
-                let cause = match child.wait().await {
-                    Ok(status) => describe_exit(status),
-                    Err(e) => e.to_string(),
-                };
+            Ok(Ok(Ok(hello))) => hello,
+            Ok(Ok(Err(kind))) => return Err(LoadError::new(&launch.path, kind)),
+            Ok(Err(_)) => {
+                // The reader ended without a handshake: the child died or spoke garbage.
+                let _ =
+                    tokio::time::timeout(HANDSHAKE_LIMIT, shared.ended_signal.cancelled()).await;
+                let cause = connection.ended().unwrap_or_else(|| "ended".to_owned());
                 return Err(fail(format!(
                     "the plugin process {cause} while loading the plugin"
                 )));
             }
             Err(_) => {
-                let _ = child.kill().await;
+                connection.kill("it did not report its tools in time");
                 return Err(fail(format!(
                     "the plugin process did not report its tools within {}s",
                     HANDSHAKE_LIMIT.as_secs()
                 )));
             }
         };
-        let (stop, stops) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared::default());
-        let connection = Arc::new_cyclic(|weak: &Weak<Connection>| {
-            let reader = tokio::spawn(read_frames(
-                frames,
-                weak.clone(),
-                Arc::clone(&shared),
-                launch.store.clone(),
-            ));
-            tokio::spawn(reap(child, stops, reader, Arc::clone(&shared)));
-            Connection {
-                path: launch.path.clone(),
-                outgoing,
-                stop,
-                shared,
-                next_id: AtomicU64::new(1),
-                crash_noted: AtomicBool::new(false),
-            }
-        });
         Ok((connection, hello))
     }
 
@@ -282,9 +260,11 @@ impl Connection {
         self.ended().is_some() || lock(&self.shared.stopped_by_host).is_some()
     }
 
-    /// Whether the host ended the child (then its end is not a crash).
+    /// Whether the host ended the child for a reason of its own (then its end is not a
+    /// crash; a child killed for a malformed message did crash).
     pub(super) fn stopped_by_host(&self) -> bool {
         lock(&self.shared.stopped_by_host).is_some()
+            && !self.shared.violated_protocol.load(Ordering::SeqCst)
     }
 
     /// Kill the child now; `why` is recorded so its end is not counted as a crash.
@@ -295,7 +275,7 @@ impl Connection {
 
     /// Send a message; `false` once the child is gone.
     pub(super) fn send(&self, message: HostMessage) -> bool {
-        self.outgoing.send(message).is_ok()
+        self.outgoing.send(&message)
     }
 
     /// Start a call of `tool`.
@@ -380,29 +360,64 @@ fn log_line(path: &std::path::Path, level: LogLevel, message: &str) {
     }
 }
 
-/// Route the child's frames until it closes the socket or sends something malformed.
-async fn read_frames(
-    mut frames: FramedRead<
-        tokio::net::unix::OwnedReadHalf,
-        tokio_util::codec::LengthDelimitedCodec,
-    >,
+/// The reading end of one child's socket, on a thread of its own (blocking reads): routes
+/// results, updates, pushes and log lines until the child closes the socket or sends
+/// something malformed.
+struct Reader {
+    frames: FrameReader<UnixStream>,
     connection: Weak<Connection>,
     shared: Arc<Shared>,
     store: Option<Arc<PendingActionStore>>,
-) -> bool {
-    while let Some(frame) = frames.next().await {
-        let message = frame.map_err(|e| e.to_string()).and_then(|bytes| {
-            serde_json::from_slice::<ChildMessage>(&bytes).map_err(|e| e.to_string())
-        });
-        let message = match message {
-            Ok(message) => message,
-            Err(error) => {
-                tracing::warn!(%error, "plugin process sent a malformed or oversized frame; killing it");
-                lock(&shared.stopped_by_host)
-                    .get_or_insert_with(|| "sent a malformed or oversized message".to_owned());
-                return true;
+    path: PathBuf,
+    stop: mpsc::UnboundedSender<Stop>,
+}
+
+/// What the handshake gives: the tools, or the load error the child reported.
+type Handshake = Result<Hello, LoadErrorKind>;
+
+impl Reader {
+    fn run(mut self, hello: oneshot::Sender<Handshake>) {
+        let mut hello = Some(hello);
+        loop {
+            let message = match self.frames.next::<ChildMessage>() {
+                Ok(message) => message,
+                Err(ReadError::Closed) => break,
+                Err(ReadError::Malformed(error)) => {
+                    self.violation(&format!("sent a malformed or oversized message ({error})"));
+                    break;
+                }
+            };
+            match (message, hello.take()) {
+                (ChildMessage::Log { level, message }, waiting) => {
+                    log_line(&self.path, level, &message);
+                    hello = waiting;
+                }
+                (ChildMessage::Hello { api_version, tools }, Some(sender)) => {
+                    let _ = sender.send(Ok(Hello { api_version, tools }));
+                }
+                (ChildMessage::LoadFailed { kind }, Some(sender)) => {
+                    let _ = sender.send(Err(kind));
+                }
+                (_, Some(_))
+                | (ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. }, None) => {
+                    self.violation("broke the handshake");
+                    break;
+                }
+                (message, None) => self.route(message),
             }
-        };
+        }
+        self.shared.reader_done.cancel();
+    }
+
+    fn violation(&self, why: &str) {
+        tracing::warn!(plugin = %self.path.display(), "plugin process {why}; killing it");
+        self.shared.violated_protocol.store(true, Ordering::SeqCst);
+        lock(&self.shared.stopped_by_host).get_or_insert_with(|| why.to_owned());
+        let _ = self.stop.send(Stop::Kill);
+    }
+
+    fn route(&self, message: ChildMessage) {
+        let shared = &self.shared;
         match message {
             ChildMessage::Done { call, outcome } => {
                 if let Some(slot) = lock(&shared.calls).remove(&call) {
@@ -434,7 +449,7 @@ async fn read_frames(
                 has_reject,
             } => {
                 // The child only sends pushes when the session has a store.
-                if let (Some(store), Some(connection)) = (&store, connection.upgrade()) {
+                if let (Some(store), Some(connection)) = (&self.store, self.connection.upgrade()) {
                     store.push(super::proxy::proxy_action(
                         connection,
                         action,
@@ -445,50 +460,28 @@ async fn read_frames(
                     ));
                 }
             }
-            ChildMessage::Log { level, message } => {
-                if let Some(connection) = connection.upgrade() {
-                    log_line(&connection.path, level, &message);
-                }
-            }
-            ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. } => {
-                lock(&shared.stopped_by_host)
-                    .get_or_insert_with(|| "sent a second handshake".to_owned());
-                return true;
-            }
+            ChildMessage::Log { level, message } => log_line(&self.path, level, &message),
+            ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. } => {}
         }
     }
-    false
 }
 
-/// Wait for the child to end (killing it when asked, or when it sent something malformed),
-/// reap it, then fail whatever still waited on it with how it ended.
+/// Wait for the child to end (killing it when asked), reap it, then fail whatever still
+/// waited on it with how it ended.
 async fn reap(
     mut child: tokio::process::Child,
     mut stops: mpsc::UnboundedReceiver<Stop>,
-    mut reader: tokio::task::JoinHandle<bool>,
     shared: Arc<Shared>,
 ) {
-    let mut reader_done = false;
-    let status = loop {
-        tokio::select! {
-            status = child.wait() => break status,
-            Some(Stop::Kill) = stops.recv() => {
-                let _ = child.start_kill();
-                break child.wait().await;
-            }
-            malformed = &mut reader, if !reader_done => {
-                reader_done = true;
-                if matches!(malformed, Ok(true)) {
-                    let _ = child.start_kill();
-                    break child.wait().await;
-                }
-            }
+    let status = tokio::select! {
+        status = child.wait() => status,
+        Some(Stop::Kill) = stops.recv() => {
+            let _ = child.start_kill();
+            child.wait().await
         }
     };
-    if !reader_done {
-        // Frames the child sent before it ended (a `Done`, a `Push`) are routed first.
-        let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
-    }
+    // Frames the child sent before it ended (a `Done`, a `Push`) are routed first.
+    let _ = tokio::time::timeout(Duration::from_secs(1), shared.reader_done.cancelled()).await;
     finish(&shared, status);
 }
 
@@ -506,6 +499,7 @@ fn finish(shared: &Shared, status: std::io::Result<std::process::ExitStatus>) {
         *lock(&shared.ended) = Some(cause.clone());
         calls.drain().map(|(_, slot)| slot).collect()
     };
+    shared.ended_signal.cancel();
     for slot in calls {
         let _ = slot.end.send(CallEnd::Gone(cause.clone()));
         slot.finished.cancel();

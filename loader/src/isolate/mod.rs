@@ -117,3 +117,42 @@ pub(crate) fn find_plugin_host(explicit: Option<&PathBuf>) -> Result<PathBuf, St
          or use in-process isolation (--isolation in-process)"
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_as_the_command_line_spells_them() {
+        assert_eq!("process".parse(), Ok(Isolation::Process));
+        assert_eq!("in-process".parse(), Ok(Isolation::InProcess));
+        assert!("sideways".parse::<Isolation>().is_err());
+        assert_eq!(Isolation::InProcess.to_string(), "in-process");
+        assert_eq!(Isolation::InProcess.effective(), Isolation::InProcess);
+        #[cfg(target_os = "linux")]
+        assert_eq!(Isolation::default(), Isolation::Process);
+        #[cfg(not(target_os = "linux"))]
+        assert_eq!(Isolation::Process.effective(), Isolation::InProcess);
+    }
+
+    #[test]
+    fn an_explicit_plugin_host_wins_and_a_missing_one_says_how_to_provide_it() {
+        let explicit = PathBuf::from("/opt/xcsh/xcsh-plugin-host");
+        assert_eq!(find_plugin_host(Some(&explicit)), Ok(explicit));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn exits_are_described_by_signal_name_or_status() {
+        use std::os::unix::process::ExitStatusExt;
+        use std::process::ExitStatus;
+        let describe = crate::sys::spawn::describe_exit;
+        assert_eq!(describe(ExitStatus::from_raw(11)), "killed by SIGSEGV");
+        assert_eq!(describe(ExitStatus::from_raw(6)), "killed by SIGABRT");
+        assert_eq!(
+            describe(ExitStatus::from_raw(7 << 8)),
+            "exited with status 7"
+        );
+        assert_eq!(describe(ExitStatus::from_raw(33)), "killed by signal 33");
+    }
+}

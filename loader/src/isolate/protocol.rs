@@ -4,10 +4,19 @@
 //!
 //! The child is plugin code, so nothing it sends is trusted: a frame over [`MAX_FRAME`] or a
 //! message that does not parse ends the connection, and the host treats the child as crashed.
+//!
+//! Both sides use blocking sockets on threads of their own ([`FrameReader`], [`FrameWriter`]):
+//! a call's round trip then wakes as few threads as possible (the caller writes its own
+//! frame; one reader thread on each side).
 
+use std::io::{Read, Write};
+use std::sync::Mutex;
+
+use bytes::BytesMut;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio_util::codec::LengthDelimitedCodec;
+use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
 use xcsh_plugin_api::AgentToolResult;
 
 use crate::load::LoadErrorKind;
@@ -119,9 +128,85 @@ pub(crate) enum LogLevel {
     Error,
 }
 
-/// Encode a message; `None` only if serialisation fails (it cannot for these types).
-pub(crate) fn encode<T: Serialize>(message: &T) -> Option<bytes::Bytes> {
-    serde_json::to_vec(message).ok().map(bytes::Bytes::from)
+/// Reads whole frames from a blocking stream.
+pub(crate) struct FrameReader<R> {
+    stream: R,
+    buffer: BytesMut,
+    codec: LengthDelimitedCodec,
+}
+
+/// Why [`FrameReader::next`] gave no message.
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    /// The other side closed the stream (or it failed).
+    Closed,
+    /// An oversized frame, or one that is not a message: the other side is not trusted.
+    Malformed(String),
+}
+
+impl<R: Read> FrameReader<R> {
+    pub(crate) fn new(stream: R) -> Self {
+        Self {
+            stream,
+            buffer: BytesMut::with_capacity(64 * 1024),
+            codec: codec(),
+        }
+    }
+
+    /// The next message, blocking until it is complete.
+    pub(crate) fn next<T: DeserializeOwned>(&mut self) -> Result<T, ReadError> {
+        loop {
+            match self.codec.decode(&mut self.buffer) {
+                Ok(Some(frame)) => {
+                    return serde_json::from_slice(&frame)
+                        .map_err(|e| ReadError::Malformed(e.to_string()))
+                }
+                Ok(None) => {}
+                Err(error) => return Err(ReadError::Malformed(error.to_string())),
+            }
+            let start = self.buffer.len();
+            self.buffer.resize(start + 64 * 1024, 0);
+            let read = loop {
+                match self.stream.read(&mut self.buffer[start..]) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    other => break other,
+                }
+            };
+            match read {
+                Ok(0) | Err(_) => return Err(ReadError::Closed),
+                Ok(n) => self.buffer.truncate(start + n),
+            }
+        }
+    }
+}
+
+/// Writes whole frames to a blocking stream, one writer at a time.
+pub(crate) struct FrameWriter<W> {
+    stream: Mutex<W>,
+}
+
+impl<W: Write> FrameWriter<W> {
+    pub(crate) fn new(stream: W) -> Self {
+        Self {
+            stream: Mutex::new(stream),
+        }
+    }
+
+    /// Send one message; `false` once the other side is gone.
+    pub(crate) fn send<T: Serialize>(&self, message: &T) -> bool {
+        let Ok(json) = serde_json::to_vec(message) else {
+            return false;
+        };
+        let mut frame = BytesMut::with_capacity(json.len() + 4);
+        if codec()
+            .encode(bytes::Bytes::from(json), &mut frame)
+            .is_err()
+        {
+            return false;
+        }
+        let mut stream = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+        stream.write_all(&frame).is_ok()
+    }
 }
 
 #[cfg(test)]
@@ -135,12 +220,38 @@ mod tests {
             call: 7,
             outcome: Ok(AgentToolResult::text("hi")),
         };
-        let bytes = encode(&message).unwrap();
-        let back: ChildMessage = serde_json::from_slice(&bytes).unwrap();
+        let mut wire = Vec::new();
+        assert!(FrameWriter::new(&mut wire).send(&message));
+        assert!(FrameWriter::new(&mut wire).send(&HostMessage::Shutdown));
+        let mut reader = FrameReader::new(wire.as_slice());
+        let back: ChildMessage = reader.next().unwrap();
         assert!(
             matches!(back, ChildMessage::Done { call: 7, outcome: Ok(r) } if r.joined_text() == "hi")
         );
-        let garbage = serde_json::from_slice::<HostMessage>(b"{\"type\":\"nope\"}");
-        assert!(garbage.is_err());
+        assert!(matches!(
+            reader.next::<HostMessage>(),
+            Ok(HostMessage::Shutdown)
+        ));
+        assert!(matches!(
+            reader.next::<HostMessage>(),
+            Err(ReadError::Closed)
+        ));
+    }
+
+    #[test]
+    fn garbage_and_oversized_frames_are_malformed() {
+        let mut wire = vec![0, 0, 0, 4];
+        wire.extend_from_slice(b"nope");
+        let mut reader = FrameReader::new(wire.as_slice());
+        assert!(matches!(
+            reader.next::<HostMessage>(),
+            Err(ReadError::Malformed(_))
+        ));
+        let huge = [0xff_u8, 0xff, 0xff, 0xff, b'x'];
+        let mut reader = FrameReader::new(&huge[..]);
+        assert!(matches!(
+            reader.next::<HostMessage>(),
+            Err(ReadError::Malformed(_))
+        ));
     }
 }

@@ -31,6 +31,9 @@ enum Fault {
     Print,
     /// Pushes a pending action whose apply writes `applied.txt` in the cwd.
     Preview,
+    /// Writes a frame header announcing 4 GiB, then garbage, to every socket of its process
+    /// (under process isolation: the protocol socket).
+    Garble,
 }
 
 struct CrashTool {
@@ -116,6 +119,12 @@ impl CustomTool for CrashTool {
                 eprintln!("crash fixture says hello on stderr");
                 Ok(AgentToolResult::text("printed"))
             }
+            Fault::Garble => {
+                let garbled = garble_sockets();
+                Ok(AgentToolResult::text(format!(
+                    "garbled {garbled} socket(s)"
+                )))
+            }
             Fault::Preview => {
                 let target = self.api.resolve_path("applied.txt");
                 self.api.push_pending_action(
@@ -135,6 +144,35 @@ impl CustomTool for CrashTool {
     }
 }
 
+/// Write garbage to every socket descriptor of this process; how many there were.
+fn garble_sockets() -> usize {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    let mut garbled = 0;
+    for entry in entries.flatten() {
+        let is_socket = std::fs::read_link(entry.path())
+            .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"));
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if is_socket {
+            // SAFETY: `fd` is open (listed just now) and stays open: the `File` is never
+            // dropped, so it is never closed here. Writing garbage to it is the point.
+            let mut socket = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+            let _ = socket.write_all(b"\xff\xff\xff\xffnot a frame");
+            garbled += 1;
+        }
+    }
+    garbled
+}
+
 fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
     let tools = [
         ("ping", Fault::Ping),
@@ -149,6 +187,7 @@ fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
         ("wait_for_cancel", Fault::WaitForCancel),
         ("print", Fault::Print),
         ("crash_preview", Fault::Preview),
+        ("garble", Fault::Garble),
     ];
     Ok(tools
         .into_iter()
