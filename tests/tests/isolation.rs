@@ -290,3 +290,14 @@ async fn a_child_that_sends_a_malformed_frame_is_killed_and_counted_as_crashed()
         third.text()
     );
 }
+
+#[tokio::test]
+async fn closing_a_session_waits_until_its_plugin_processes_are_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = session(dir.path());
+    let pid: u32 = session.call("pid", json!({})).await.text().parse().unwrap();
+    assert!(Path::new(&format!("/proc/{pid}")).exists());
+    session.close().await;
+    // Reaped: not even a zombie is left.
+    assert!(!Path::new(&format!("/proc/{pid}")).exists());
+}

@@ -21,6 +21,7 @@ use xcsh_plugin_api::ffi::FfiLogLevel;
 
 use super::protocol::{
     ChildMessage, FrameReader, FrameWriter, HostMessage, LogLevel, Resolution, ToolDefinition,
+    PROTOCOL_VERSION,
 };
 use crate::load::open::load_inherited;
 use crate::plugin_abi::{instantiate, LogSink, PluginTool, PushSink};
@@ -30,6 +31,7 @@ use crate::tool::{CallContext, CancelToken, Tool};
 
 /// What the host passes on the command line.
 struct Arguments {
+    protocol: u32,
     socket: i32,
     plugin_fd: i32,
     path: PathBuf,
@@ -38,10 +40,12 @@ struct Arguments {
 }
 
 fn parse(mut args: impl Iterator<Item = std::ffi::OsString>) -> Result<Arguments, String> {
-    let (mut socket, mut plugin_fd, mut path, mut cwd, mut store) = (None, None, None, None, false);
+    let (mut protocol, mut socket, mut plugin_fd, mut path, mut cwd, mut store) =
+        (None, None, None, None, None, false);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg:?} needs a value"));
         match arg.to_str() {
+            Some("--protocol") => protocol = value()?.to_str().and_then(|v| v.parse().ok()),
             Some("--socket") => socket = value()?.to_str().and_then(|v| v.parse().ok()),
             Some("--plugin-fd") => plugin_fd = value()?.to_str().and_then(|v| v.parse().ok()),
             Some("--path") => path = Some(PathBuf::from(value()?)),
@@ -51,6 +55,7 @@ fn parse(mut args: impl Iterator<Item = std::ffi::OsString>) -> Result<Arguments
         }
     }
     Ok(Arguments {
+        protocol: protocol.ok_or("--protocol N is required")?,
         socket: socket.ok_or("--socket N is required")?,
         plugin_fd: plugin_fd.ok_or("--plugin-fd N is required")?,
         path: path.ok_or("--path is required")?,
@@ -132,6 +137,18 @@ fn serve(arguments: Arguments, runtime: tokio::runtime::Handle) -> i32 {
         }
     };
     let outgoing: Outgoing = Arc::new(FrameWriter::new(writer));
+    if arguments.protocol != PROTOCOL_VERSION {
+        let cause = format!(
+            "{} speaks protocol {PROTOCOL_VERSION}, the loader {}; install the {} of the same build as the loader",
+            super::PLUGIN_HOST_BIN,
+            arguments.protocol,
+            super::PLUGIN_HOST_BIN
+        );
+        outgoing.send(&ChildMessage::LoadFailed {
+            kind: crate::load::LoadErrorKind::PluginProcess { cause },
+        });
+        return 0;
+    }
     let actions: Arc<Mutex<HashMap<u64, PendingAction>>> = Arc::default();
     let tools = match load(&arguments, File::from(plugin), &outgoing, &actions) {
         Ok(tools) => tools,
@@ -370,4 +387,43 @@ fn resolve(shared: &Shared, request: u64, action: u64, reason: String, apply: bo
         request,
         resolution,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> impl Iterator<Item = std::ffi::OsString> {
+        list.iter()
+            .map(std::ffi::OsString::from)
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn the_command_line_the_host_passes_parses() {
+        let parsed = parse(args(&[
+            "--protocol",
+            "1",
+            "--socket",
+            "5",
+            "--plugin-fd",
+            "6",
+            "--path",
+            "/p/libx.so",
+            "--cwd",
+            "/w",
+            "--store",
+        ]))
+        .unwrap();
+        assert_eq!(
+            (parsed.protocol, parsed.socket, parsed.plugin_fd),
+            (1, 5, 6)
+        );
+        assert_eq!(parsed.path, PathBuf::from("/p/libx.so"));
+        assert!(parsed.store);
+        assert!(parse(args(&["--socket", "5"])).is_err());
+        assert!(parse(args(&["--bogus"])).is_err());
+    }
 }

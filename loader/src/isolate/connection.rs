@@ -27,13 +27,16 @@ use xcsh_plugin_api::AgentToolResult;
 
 use super::protocol::{
     ChildMessage, FrameReader, FrameWriter, HostMessage, LogLevel, ReadError, Resolution,
-    ToolDefinition,
+    ToolDefinition, PROTOCOL_VERSION,
 };
 use super::GRACE_PERIOD;
 use crate::load::{LoadError, LoadErrorKind};
 use crate::store::PendingActionStore;
 use crate::sys::spawn::{describe_exit, inherit_and_die_with_parent};
 use crate::tool::{CancelToken, UpdateSink};
+
+/// How long writing one frame to a child may block before the child is given up on.
+const WRITE_LIMIT: Duration = Duration::from_secs(5);
 
 /// How long a child may take to load its library and report its tools.
 const HANDSHAKE_LIMIT: Duration = Duration::from_secs(20);
@@ -157,10 +160,16 @@ impl Connection {
         let writer = parent_end
             .try_clone()
             .map_err(|e| fail(format!("socketpair: {e}")))?;
+        // A child that stops reading must not block a caller's thread for good.
+        writer
+            .set_write_timeout(Some(WRITE_LIMIT))
+            .map_err(|e| fail(format!("socketpair: {e}")))?;
         let socket_fd = child_end.as_raw_fd();
         let plugin_fd = launch.descriptor.as_raw_fd();
         let mut command = tokio::process::Command::new(&launch.host_binary);
         command
+            .arg("--protocol")
+            .arg(PROTOCOL_VERSION.to_string())
             .arg("--socket")
             .arg(socket_fd.to_string())
             .arg("--plugin-fd")
@@ -192,11 +201,12 @@ impl Connection {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let mut output = Vec::new();
         if let Some(out) = child.stdout.take() {
-            tokio::spawn(log_lines(out, name.clone()));
+            output.push(tokio::spawn(log_lines(out, name.clone())));
         }
         if let Some(err) = child.stderr.take() {
-            tokio::spawn(log_lines(err, name));
+            output.push(tokio::spawn(log_lines(err, name)));
         }
         let (stop, stops) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared::default());
@@ -225,7 +235,7 @@ impl Connection {
                 crash_noted: AtomicBool::new(false),
             }
         });
-        tokio::spawn(reap(child, stops, Arc::clone(&shared)));
+        tokio::spawn(reap(child, stops, output, Arc::clone(&shared)));
         let handshake = tokio::time::timeout(HANDSHAKE_LIMIT, hello).await;
         let hello = match handshake {
             Ok(Ok(Ok(hello))) => hello,
@@ -248,6 +258,11 @@ impl Connection {
             }
         };
         Ok((connection, hello))
+    }
+
+    /// Fires once the child has ended, was reaped, and its output was logged.
+    pub(super) fn ended_signal(&self) -> CancelToken {
+        self.shared.ended_signal.clone()
     }
 
     /// How the child ended, once it has.
@@ -275,7 +290,20 @@ impl Connection {
 
     /// Send a message; `false` once the child is gone.
     pub(super) fn send(&self, message: HostMessage) -> bool {
-        self.outgoing.send(&message)
+        match self.outgoing.try_send(&message) {
+            Ok(()) => true,
+            Err(error) => {
+                // A write that timed out: the child is alive but stopped reading. (Any other
+                // failure means it is gone, which the reaper reports.)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) {
+                    self.kill("it stopped reading its socket");
+                }
+                false
+            }
+        }
     }
 
     /// Start a call of `tool`.
@@ -305,6 +333,7 @@ impl Connection {
                 },
             );
         }
+        // When this fails, the reaper fails the call with how the child ended.
         self.send(HostMessage::Execute {
             call: number,
             tool: tool.to_owned(),
@@ -471,6 +500,7 @@ impl Reader {
 async fn reap(
     mut child: tokio::process::Child,
     mut stops: mpsc::UnboundedReceiver<Stop>,
+    output: Vec<tokio::task::JoinHandle<()>>,
     shared: Arc<Shared>,
 ) {
     let status = tokio::select! {
@@ -480,8 +510,15 @@ async fn reap(
             child.wait().await
         }
     };
-    // Frames the child sent before it ended (a `Done`, a `Push`) are routed first.
-    let _ = tokio::time::timeout(Duration::from_secs(1), shared.reader_done.cancelled()).await;
+    // Frames the child sent before it ended (a `Done`, a `Push`) are routed first, and what
+    // it printed is logged (unless a process it started keeps its pipes open).
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        shared.reader_done.cancelled().await;
+        for pump in output {
+            let _ = pump.await;
+        }
+    })
+    .await;
     finish(&shared, status);
 }
 

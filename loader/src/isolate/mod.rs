@@ -17,6 +17,7 @@ mod child;
 mod connection;
 #[cfg(target_os = "linux")]
 pub(crate) mod plugin;
+#[cfg(target_os = "linux")]
 mod protocol;
 #[cfg(target_os = "linux")]
 mod proxy;
@@ -95,6 +96,7 @@ impl std::str::FromStr for Isolation {
 /// Find `xcsh-plugin-host`: `explicit` (a builder setting), then `$XCSH_PLUGIN_HOST`, then
 /// next to the running executable (and one directory up, where cargo puts test binaries'
 /// siblings). The error says how to provide it.
+#[cfg(target_os = "linux")]
 pub(crate) fn find_plugin_host(explicit: Option<&PathBuf>) -> Result<PathBuf, String> {
     if let Some(path) = explicit {
         return Ok(path.clone());
@@ -135,6 +137,7 @@ mod tests {
         assert_eq!(Isolation::Process.effective(), Isolation::InProcess);
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn an_explicit_plugin_host_wins_and_a_missing_one_says_how_to_provide_it() {
         let explicit = PathBuf::from("/opt/xcsh/xcsh-plugin-host");

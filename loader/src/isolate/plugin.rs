@@ -100,8 +100,10 @@ impl Starting {
             drop(connection);
             return Err(LoadError::new(&path, LoadErrorKind::ChangedWhileLoading));
         }
+        let current_ended = Arc::new(Mutex::new(Some(connection.ended_signal())));
         let plugin = Arc::new(IsolatedPlugin {
             launch: self.launch,
+            current_ended,
             current: tokio::sync::Mutex::new(Some(connection)),
             crashes: Mutex::new(Vec::new()),
             running: Mutex::new(HashMap::new()),
@@ -126,11 +128,37 @@ impl Starting {
     }
 }
 
+/// Waits until an isolated plugin's current process has exited and its output was logged.
+#[derive(Clone)]
+pub(crate) struct ChildrenGone {
+    plugin: std::sync::Weak<IsolatedPlugin>,
+    current: Arc<Mutex<Option<CancelToken>>>,
+}
+
+impl ChildrenGone {
+    /// Once the plugin (its tools, its session) is gone: wait for its last process to end.
+    pub(crate) async fn wait(self) {
+        let limit = GRACE_PERIOD + Duration::from_secs(2);
+        let _ = tokio::time::timeout(limit, async {
+            while self.plugin.strong_count() > 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let ended = lock(&self.current).clone();
+            if let Some(ended) = ended {
+                ended.cancelled().await;
+            }
+        })
+        .await;
+    }
+}
+
 /// A call in flight, by tool-call id: its child, its number there, and when it ended.
 type RunningCall = (Arc<Connection>, u64, CancelToken);
 
 struct IsolatedPlugin {
     launch: Launch,
+    /// Fires when the current process has ended and its output was logged.
+    current_ended: Arc<Mutex<Option<CancelToken>>>,
     current: tokio::sync::Mutex<Option<Arc<Connection>>>,
     crashes: Mutex<Vec<Instant>>,
     running: Mutex<HashMap<String, RunningCall>>,
@@ -193,6 +221,7 @@ impl IsolatedPlugin {
             .await
             .map_err(|e| e.to_string())?;
         let (connection, _hello) = started.map_err(|error| error.to_string())?;
+        *lock(&self.current_ended) = Some(connection.ended_signal());
         *current = Some(Arc::clone(&connection));
         Ok(connection)
     }
@@ -211,6 +240,16 @@ impl IsolatedPlugin {
 pub(crate) struct IsolatedTool {
     spec: ToolSpec,
     plugin: Arc<IsolatedPlugin>,
+}
+
+impl IsolatedTool {
+    /// What [`crate::Session::close`] waits on for this tool's plugin.
+    pub(crate) fn children_gone(&self) -> ChildrenGone {
+        ChildrenGone {
+            plugin: Arc::downgrade(&self.plugin),
+            current: Arc::clone(&self.plugin.current_ended),
+        }
+    }
 }
 
 impl Tool for IsolatedTool {

@@ -21,6 +21,11 @@ use xcsh_plugin_api::AgentToolResult;
 
 use crate::load::LoadErrorKind;
 
+/// The version of these messages. The host passes it to the child (`--protocol N`), which
+/// refuses to serve a host of another version: `xcsh-plugin-host` must come from the same
+/// build as the loader.
+pub(crate) const PROTOCOL_VERSION: u32 = 1;
+
 /// The largest frame either side accepts (a 50 MiB result still fits, with JSON escaping).
 pub(crate) const MAX_FRAME: usize = 256 * 1024 * 1024;
 
@@ -192,20 +197,18 @@ impl<W: Write> FrameWriter<W> {
         }
     }
 
-    /// Send one message; `false` once the other side is gone.
+    /// Send one message; `false` once the other side is gone (see [`Self::try_send`]).
     pub(crate) fn send<T: Serialize>(&self, message: &T) -> bool {
-        let Ok(json) = serde_json::to_vec(message) else {
-            return false;
-        };
+        self.try_send(message).is_ok()
+    }
+
+    /// Send one message, or say why it could not be written.
+    pub(crate) fn try_send<T: Serialize>(&self, message: &T) -> std::io::Result<()> {
+        let json = serde_json::to_vec(message)?;
         let mut frame = BytesMut::with_capacity(json.len() + 4);
-        if codec()
-            .encode(bytes::Bytes::from(json), &mut frame)
-            .is_err()
-        {
-            return false;
-        }
+        codec().encode(bytes::Bytes::from(json), &mut frame)?;
         let mut stream = self.stream.lock().unwrap_or_else(|p| p.into_inner());
-        stream.write_all(&frame).is_ok()
+        stream.write_all(&frame)
     }
 }
 

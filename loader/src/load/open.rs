@@ -285,6 +285,7 @@ fn map_library(path: &Path, source: LoadSource<'_>) -> Result<PluginLibrary, Map
 /// In a plugin child (`xcsh-plugin-host`): load the checked content the parent handed over as
 /// the inherited descriptor `file` (the checked file itself, or a sealed memfd of the pinned
 /// bytes). `path` is the original file, for messages.
+#[cfg(target_os = "linux")]
 pub(crate) fn load_inherited(path: &Path, file: File) -> Result<PluginLibrary, LoadError> {
     let reader = object::ReadCache::new(&file);
     crate::load::preflight::check_library(&reader)
@@ -298,6 +299,7 @@ pub(crate) fn load_inherited(path: &Path, file: File) -> Result<PluginLibrary, L
 /// For a plugin child: the descriptor holding exactly what was checked (and, for a pinned
 /// file, hashed), under the same rule as in-process loading: one path stays bound to the
 /// first content loaded from it in this process, in a child or here.
+#[cfg(target_os = "linux")]
 pub(crate) fn descriptor_for_child(file: &CheckedFile) -> Result<File, LoadError> {
     let path = file.path();
     let error = |kind| LoadError::new(path, kind);
@@ -337,6 +339,7 @@ pub(crate) fn descriptor_for_child(file: &CheckedFile) -> Result<File, LoadError
 
 /// After a child loaded `file`'s descriptor: whether what it mapped is what was checked (a
 /// pinned file's sealed copy cannot change; an opened file must not have been written).
+#[cfg(target_os = "linux")]
 pub(crate) fn still_as_checked(file: &CheckedFile) -> bool {
     matches!(file.pinned.get(), Some(Ok(_))) || file.unchanged()
 }

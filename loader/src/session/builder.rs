@@ -35,6 +35,7 @@ pub struct SessionBuilder {
     default_timeout: Option<Duration>,
     after_check: Option<AfterCheckHook>,
     isolation: Isolation,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     plugin_host: Option<PathBuf>,
     inline_calls: bool,
 }
@@ -174,6 +175,8 @@ impl SessionBuilder {
             steering,
             _reminders: reminders,
             default_timeout: self.default_timeout,
+            #[cfg(target_os = "linux")]
+            children: Vec::new(),
         };
         for tool in self.builtins {
             if let Err(error) = session.register(tool) {
@@ -195,11 +198,6 @@ impl SessionBuilder {
             );
         }
         match isolation {
-            Isolation::InProcess => {
-                for candidate in candidates {
-                    session.load_plugin(&candidate, &mut loader);
-                }
-            }
             #[cfg(target_os = "linux")]
             Isolation::Process => {
                 let host = find_plugin_host(self.plugin_host.as_ref());
@@ -224,8 +222,12 @@ impl SessionBuilder {
                     .collect();
                 session.finish_isolated(started);
             }
-            #[cfg(not(target_os = "linux"))]
-            Isolation::Process => unreachable!("effective() falls back to in-process"),
+            // In-process, and where process isolation is not available.
+            _ => {
+                for candidate in candidates {
+                    session.load_plugin(&candidate, &mut loader);
+                }
+            }
         }
         if session.tools.iter().any(|r| r.tool.spec().deferrable) {
             let spec = resolve_spec();

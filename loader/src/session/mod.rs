@@ -55,6 +55,9 @@ pub struct Session {
     steering: Arc<Mutex<Vec<SteeringMessage>>>,
     _reminders: Option<PushSubscription>,
     default_timeout: Option<Duration>,
+    /// What ends when the session's plugin processes have exited (see [`Session::close`]).
+    #[cfg(target_os = "linux")]
+    children: Vec<crate::isolate::plugin::ChildrenGone>,
 }
 
 impl std::fmt::Debug for Session {
@@ -188,6 +191,9 @@ impl Session {
             });
             match finished {
                 Ok((path, api_version, tools)) => {
+                    if let Some(tool) = tools.first() {
+                        self.children.push(tool.children_gone());
+                    }
                     self.plugins.push(LoadedPlugin {
                         path,
                         api_version: crate::isolate::plugin::intern(api_version),
@@ -201,6 +207,20 @@ impl Session {
                 }
                 Err(error) => self.load_errors.push(error),
             }
+        }
+    }
+
+    /// End the session: its plugin processes are told to stop (what still runs in them sees
+    /// `is_cancelled()`, and they are killed after a grace period), and this waits until each
+    /// has exited and everything it printed has reached the log (a few seconds at most).
+    /// Dropping a session does the same without waiting.
+    pub async fn close(self) {
+        #[cfg(target_os = "linux")]
+        let children = self.children.clone();
+        drop(self);
+        #[cfg(target_os = "linux")]
+        for gone in children {
+            gone.wait().await;
         }
     }
 

@@ -134,14 +134,8 @@ pub(crate) fn divert_stdout_to_stderr() -> std::io::Result<File> {
 }
 
 /// A sealed in-memory copy of `bytes` (the pinned content of `original`), to hand to a plugin
-/// child; elsewhere than Linux there is no process isolation to hand it to.
+/// child (process isolation exists on Linux only).
 #[cfg(target_os = "linux")]
 pub(crate) fn sealed_copy(original: &Path, bytes: &[u8]) -> std::io::Result<File> {
     memfd::sealed(original, bytes)
-}
-
-/// Without memfds, there is no plugin child to hand a copy to.
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn sealed_copy(_original: &Path, _bytes: &[u8]) -> std::io::Result<File> {
-    Err(std::io::Error::other("process isolation needs Linux"))
 }

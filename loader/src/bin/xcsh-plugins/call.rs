@@ -131,6 +131,8 @@ pub async fn run(host: &HostOptions, args: CallArgs) -> Result<ExitCode, String>
             "loadErrors": load_errors,
         }));
     }
+    // Plugin processes end and their last output reaches the log before this process exits.
+    session.close().await;
     Ok(if failed {
         ExitCode::FAILURE
     } else {
