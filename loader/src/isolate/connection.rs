@@ -7,7 +7,8 @@
 //! independent of whatever runtime (if any) the embedder uses, so `SessionBuilder::build`
 //! may stay synchronous and the children outlive no one's runtime. A call writes its frame
 //! itself, from the caller's thread; each child's answers are read by a thread of its own and
-//! handed back through tokio channels, which work from any runtime.
+//! handed back through tokio channels, which work from any runtime (see the `reader`
+//! module).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -26,8 +27,7 @@ use tokio::sync::{mpsc, oneshot};
 use xcsh_plugin_api::AgentToolResult;
 
 use super::protocol::{
-    ChildMessage, FrameReader, FrameWriter, HostMessage, LogLevel, ReadError, Resolution,
-    ToolDefinition, PROTOCOL_VERSION,
+    FrameReader, FrameWriter, HostMessage, Resolution, ToolDefinition, PROTOCOL_VERSION,
 };
 use super::GRACE_PERIOD;
 use crate::load::{LoadError, LoadErrorKind};
@@ -91,35 +91,35 @@ pub(super) struct SentCall {
     pub finished: CancelToken,
 }
 
-struct CallSlot {
-    end: oneshot::Sender<CallEnd>,
-    updates: Option<UpdateSink>,
-    finished: CancelToken,
+pub(super) struct CallSlot {
+    pub(super) end: oneshot::Sender<CallEnd>,
+    pub(super) updates: Option<UpdateSink>,
+    pub(super) finished: CancelToken,
 }
 
-enum Stop {
+pub(super) enum Stop {
     /// Kill now.
     Kill,
 }
 
 /// State the reader and the reaper share with the [`Connection`].
 #[derive(Default)]
-struct Shared {
-    calls: Mutex<HashMap<u64, CallSlot>>,
-    requests: Mutex<HashMap<u64, oneshot::Sender<Result<Resolution, String>>>>,
+pub(super) struct Shared {
+    pub(super) calls: Mutex<HashMap<u64, CallSlot>>,
+    pub(super) requests: Mutex<HashMap<u64, oneshot::Sender<Result<Resolution, String>>>>,
     /// Set once the child is gone: how it ended.
     ended: Mutex<Option<String>>,
     /// Why the host ended it, when it did (a timeout, a malformed frame, the session's end).
-    stopped_by_host: Mutex<Option<String>>,
+    pub(super) stopped_by_host: Mutex<Option<String>>,
     /// It sent something malformed: killed by the host, but counted as a crash.
-    violated_protocol: AtomicBool,
+    pub(super) violated_protocol: AtomicBool,
     /// Fires when the reader thread has routed everything the child sent.
-    reader_done: CancelToken,
+    pub(super) reader_done: CancelToken,
     /// Fires once `ended` is set.
     ended_signal: CancelToken,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -212,7 +212,7 @@ impl Connection {
         let shared = Arc::new(Shared::default());
         let (hello_sender, hello) = oneshot::channel();
         let connection = Arc::new_cyclic(|weak: &Weak<Connection>| {
-            let reader = Reader {
+            let reader = super::reader::Reader {
                 frames: FrameReader::new(parent_end),
                 connection: weak.clone(),
                 shared: Arc::clone(&shared),
@@ -375,123 +375,6 @@ async fn log_lines(stream: impl AsyncRead + Unpin, name: String) {
     let mut lines = BufReader::new(stream).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         tracing::warn!(target: "xcsh_plugin", "[{name}] {line}");
-    }
-}
-
-/// A plugin's log line, as in-process plugins log them.
-fn log_line(path: &std::path::Path, level: LogLevel, message: &str) {
-    let plugin = path.display();
-    match level {
-        LogLevel::Debug => tracing::debug!(target: "xcsh_plugin", %plugin, "{message}"),
-        LogLevel::Info => tracing::info!(target: "xcsh_plugin", %plugin, "{message}"),
-        LogLevel::Warn => tracing::warn!(target: "xcsh_plugin", %plugin, "{message}"),
-        LogLevel::Error => tracing::error!(target: "xcsh_plugin", %plugin, "{message}"),
-    }
-}
-
-/// The reading end of one child's socket, on a thread of its own (blocking reads): routes
-/// results, updates, pushes and log lines until the child closes the socket or sends
-/// something malformed.
-struct Reader {
-    frames: FrameReader<UnixStream>,
-    connection: Weak<Connection>,
-    shared: Arc<Shared>,
-    store: Option<Arc<PendingActionStore>>,
-    path: PathBuf,
-    stop: mpsc::UnboundedSender<Stop>,
-}
-
-/// What the handshake gives: the tools, or the load error the child reported.
-type Handshake = Result<Hello, LoadErrorKind>;
-
-impl Reader {
-    fn run(mut self, hello: oneshot::Sender<Handshake>) {
-        let mut hello = Some(hello);
-        loop {
-            let message = match self.frames.next::<ChildMessage>() {
-                Ok(message) => message,
-                Err(ReadError::Closed) => break,
-                Err(ReadError::Malformed(error)) => {
-                    self.violation(&format!("sent a malformed or oversized message ({error})"));
-                    break;
-                }
-            };
-            match (message, hello.take()) {
-                (ChildMessage::Log { level, message }, waiting) => {
-                    log_line(&self.path, level, &message);
-                    hello = waiting;
-                }
-                (ChildMessage::Hello { api_version, tools }, Some(sender)) => {
-                    let _ = sender.send(Ok(Hello { api_version, tools }));
-                }
-                (ChildMessage::LoadFailed { kind }, Some(sender)) => {
-                    let _ = sender.send(Err(kind));
-                }
-                (_, Some(_))
-                | (ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. }, None) => {
-                    self.violation("broke the handshake");
-                    break;
-                }
-                (message, None) => self.route(message),
-            }
-        }
-        self.shared.reader_done.cancel();
-    }
-
-    fn violation(&self, why: &str) {
-        tracing::warn!(plugin = %self.path.display(), "plugin process {why}; killing it");
-        self.shared.violated_protocol.store(true, Ordering::SeqCst);
-        lock(&self.shared.stopped_by_host).get_or_insert_with(|| why.to_owned());
-        let _ = self.stop.send(Stop::Kill);
-    }
-
-    fn route(&self, message: ChildMessage) {
-        let shared = &self.shared;
-        match message {
-            ChildMessage::Done { call, outcome } => {
-                if let Some(slot) = lock(&shared.calls).remove(&call) {
-                    let _ = slot.end.send(CallEnd::Done(outcome));
-                    slot.finished.cancel();
-                }
-            }
-            ChildMessage::Update { call, result } => {
-                let updates = lock(&shared.calls)
-                    .get(&call)
-                    .and_then(|s| s.updates.clone());
-                if let Some(updates) = updates {
-                    updates(result);
-                }
-            }
-            ChildMessage::Resolved {
-                request,
-                resolution,
-            } => {
-                if let Some(sender) = lock(&shared.requests).remove(&request) {
-                    let _ = sender.send(Ok(resolution));
-                }
-            }
-            ChildMessage::Push {
-                action,
-                label,
-                source_tool_name,
-                details,
-                has_reject,
-            } => {
-                // The child only sends pushes when the session has a store.
-                if let (Some(store), Some(connection)) = (&self.store, self.connection.upgrade()) {
-                    store.push(super::proxy::proxy_action(
-                        connection,
-                        action,
-                        label,
-                        source_tool_name,
-                        details,
-                        has_reject,
-                    ));
-                }
-            }
-            ChildMessage::Log { level, message } => log_line(&self.path, level, &message),
-            ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. } => {}
-        }
     }
 }
 

@@ -4,7 +4,8 @@
 //!
 //! - [`Isolation`]: the modes, and the platform default;
 //! - `protocol`: the framed messages over the socketpair (`LengthDelimitedCodec` + JSON);
-//! - `connection`: the host's side of one child: spawn, handshake, reader, reaper, kill;
+//! - `connection`: the host's side of one child: spawn, handshake, reaper, kill;
+//! - `reader`: the thread that reads one child's answers and routes them;
 //! - `plugin`: one isolated library in a session: its tools, crash record, respawn;
 //! - `proxy`: the store's stand-ins for pending actions that live in a child;
 //! - `child`: what runs inside `xcsh-plugin-host` ([`child_main`]).
@@ -21,6 +22,8 @@ pub(crate) mod plugin;
 mod protocol;
 #[cfg(target_os = "linux")]
 mod proxy;
+#[cfg(target_os = "linux")]
+mod reader;
 
 use std::path::PathBuf;
 use std::time::Duration;
