@@ -200,12 +200,8 @@ impl IsolatedPlugin {
                 return Ok(Arc::clone(connection));
             }
             // Wait for the reaper, so the crash (if it was one) is counted.
-            for _ in 0..100 {
-                if connection.ended().is_some() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+            let ended = connection.ended_signal();
+            let _ = tokio::time::timeout(Duration::from_secs(2), ended.cancelled()).await;
             if self.note_end(connection) {
                 return Err(plugin_disabled(&self.launch.path));
             }
