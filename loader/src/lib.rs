@@ -35,6 +35,7 @@
 //! | [`store`] | the [`PendingActionStore`] and its [`PendingAction`]s |
 //! | [`tool`] | what the session runs: the [`Tool`] trait, its spec, call context and outcome |
 //! | [`load`] | discover → check → trust → open a plugin library; [`LoadError`] |
+//! | [`isolate`] | process isolation: each plugin library in a child process (`xcsh-plugin-host`) |
 //! | `plugin_abi` | the host side of the plugin ABI: plugin tools and actions as [`Tool`]s and [`PendingAction`]s |
 //! | [`resolve`] | the `resolve` tool, tool-choice steering, the renderer |
 //! | [`session`] | [`Session`] and [`SessionBuilder`]: loading into a session, validating and running calls |
@@ -48,6 +49,7 @@
 
 #[cfg(feature = "ast-edit")]
 pub mod ast_edit;
+pub mod isolate;
 pub mod load;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -59,6 +61,7 @@ pub mod store;
 mod sys;
 pub mod tool;
 
+pub use isolate::Isolation;
 /// Compatibility paths of the flat layout: `xcsh_loader::library`, `::trust`, `::discovery`.
 pub use load::{discovery, open as library, trust};
 pub use load::{LoadError, LoadErrorKind};

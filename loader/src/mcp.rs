@@ -173,8 +173,14 @@ where
         .waiting()
         .await
         .map_err(|e| McpError::Stopped(e.to_string()));
-    // End of input (or a stop): whatever is still pending is rejected, newest first.
-    for outcome in session.close().await {
+    // End of input (or a stop): whatever is still pending is rejected, newest first, and
+    // the plugin processes are stopped and waited for. A call still running holds the
+    // session; then only the rejecting happens here, and the processes end with the session.
+    let rejected = match Arc::try_unwrap(session) {
+        Ok(session) => session.shutdown().await,
+        Err(session) => session.close().await,
+    };
+    for outcome in rejected {
         tracing::info!(
             is_error = outcome.is_error,
             "session ended; rejected a pending action: {}",

@@ -52,6 +52,39 @@ pub fn incompatible_api(path: &Path, plugin: &str, oldest: &str, host: &str) -> 
     )
 }
 
+/// Appended to a timeout or cancellation of an in-process plugin call whose code did not
+/// return within the grace period: it may still be running on a thread of its own.
+pub const CALL_ABANDONED: &str = "the call was abandoned";
+
+/// Appended to a timeout or cancellation of an isolated plugin call whose process had to be
+/// killed after the grace period.
+pub const PLUGIN_PROCESS_STOPPED: &str = "its plugin process was stopped";
+
+/// A tool error: the plugin's process ended while it ran `tool`; `cause` is
+/// `killed by SIGSEGV`, `exited with status 7`, ...
+pub fn plugin_crashed(path: &Path, tool: &str, cause: &str) -> String {
+    format!(
+        "Plugin {} crashed while running tool \"{tool}\": its process {cause}",
+        path.display()
+    )
+}
+
+/// Appended to the crash that disables a plugin, and the error of every later call.
+pub fn plugin_disabled(path: &Path) -> String {
+    format!(
+        "Plugin {} crashed 3 times within a minute and is disabled for this session",
+        path.display()
+    )
+}
+
+/// `apply`/`reject` of an isolated plugin's action whose process is gone.
+pub fn action_orphaned(label: &str, path: &Path, cause: &str) -> String {
+    format!(
+        "The process of plugin {} that previewed \"{label}\" is gone ({cause}); nothing was applied",
+        path.display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,5 @@
 //! Every benchmark of BENCHMARKS.md in one run, then one table:
-//! `cargo bench -p xcsh-integration-tests --bench xcsh [-- calls load store ast_edit]`
+//! `cargo bench -p xcsh-integration-tests --bench xcsh [-- calls load store isolation ast_edit]`
 //! (`.ci/bench` runs this and prints the table).
 //!
 //! Criterion times each case; the table takes criterion's median of each (from its
@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode};
 use serde_json::{json, Value};
-use xcsh_integration_tests::bench::{calls, flush_writes, load, store, tree};
+use xcsh_integration_tests::bench::{calls, flush_writes, isolation, load, store, tree};
 use xcsh_integration_tests::{ast_grep_cli, release_artifacts, workspace_root};
+use xcsh_loader::Isolation;
 
 /// Set in a child process that measures one load: `loader` or `raw`.
 const CHILD_ENV: &str = "XCSH_BENCH_LOAD";
@@ -195,6 +196,9 @@ fn main() {
     }
     if wanted("store") {
         bench_store(&mut bench);
+    }
+    if wanted("isolation") {
+        bench_isolation(&mut bench);
     }
     if wanted("ast_edit") {
         bench_ast_edit(&mut bench);
@@ -812,4 +816,173 @@ fn bench_ast_edit(bench: &mut Bench) {
             ));
         }
     }
+}
+
+/// Plugins `list`ed at once, in each isolation mode.
+const LIST_PLUGINS: usize = 50;
+
+/// Process isolation (issue 13): the round trip of a trivial call to a plugin child beside
+/// in-process (inline and off-runtime) and MCP stdio; a plugin's first call (spawn,
+/// handshake, `dlopen`); `list` over 50 plugins in both modes; a child's resident memory.
+fn bench_isolation(bench: &mut Bench) {
+    let artifacts = release_artifacts();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let echo = artifacts.plugin("fixture-bench");
+    let inline = calls::plugin_session(cwd.path(), &echo).unwrap();
+    let offload = isolation::session(cwd.path(), &echo, Isolation::InProcess).unwrap();
+    let process = isolation::session(cwd.path(), &echo, Isolation::Process).unwrap();
+    let mcp = runtime
+        .block_on(calls::McpServer::start(&artifacts.cli(), &echo, cwd.path()))
+        .unwrap();
+    runtime.block_on(async {
+        for session in [&inline, &offload, &process] {
+            assert_eq!(calls::call_echo(session).await.text(), calls::ECHO_TEXT);
+        }
+    });
+    let root = tempfile::tempdir().unwrap();
+    let many = root.path().join("many");
+    load::copy_plugin(&echo, &many, LIST_PLUGINS).unwrap();
+    flush_writes();
+
+    let mut group = bench.criterion.benchmark_group("isolation");
+    group
+        .sample_size(50)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    group.bench_function("a_in_process_inline", |b| {
+        b.iter_custom(|iters| timed_calls(&runtime, iters, || calls::call_echo(&inline)));
+    });
+    group.bench_function("b_in_process_offload", |b| {
+        b.iter_custom(|iters| timed_calls(&runtime, iters, || calls::call_echo(&offload)));
+    });
+    group.bench_function("c_process", |b| {
+        b.iter_custom(|iters| timed_calls(&runtime, iters, || calls::call_echo(&process)));
+    });
+    group.bench_function("d_mcp", |b| {
+        b.iter_custom(|iters| {
+            timed_calls(&runtime, iters, || async {
+                mcp.call_echo().await.expect("MCP call failed")
+            })
+        });
+    });
+    group.sample_size(20);
+    group.bench_function("first_call", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let start = Instant::now();
+                let session = isolation::session(cwd.path(), &echo, Isolation::Process).unwrap();
+                let outcome = runtime.block_on(calls::call_echo(&session));
+                total += start.elapsed();
+                assert_eq!(outcome.text(), calls::ECHO_TEXT);
+                drop(session);
+            }
+            total
+        });
+    });
+    group.sample_size(10).sampling_mode(SamplingMode::Flat);
+    for (id, mode) in [
+        ("list_in_process", Isolation::InProcess),
+        ("list_process", Isolation::Process),
+    ] {
+        group.bench_function(id, |b| {
+            b.iter(|| isolation::list(&artifacts.cli(), &many, mode).unwrap());
+        });
+    }
+    group.finish();
+    runtime.block_on(mcp.stop());
+
+    // A child's resident memory, beside what its plugin's own mappings take.
+    let crash = artifacts.plugin("fixture-crash");
+    let session = isolation::session(cwd.path(), &crash, Isolation::Process).unwrap();
+    let pid: u32 = runtime
+        .block_on(session.call("pid", json!({})))
+        .text()
+        .parse()
+        .unwrap();
+    let name = crash.file_name().unwrap().to_str().unwrap();
+    let (rss, plugin_rss) = isolation::child_memory(pid, name).unwrap();
+    drop(session);
+
+    let median = |id| bench.median("isolation", id);
+    let (a, b, c, d) = (
+        median("a_in_process_inline"),
+        median("b_in_process_offload"),
+        median("c_process"),
+        median("d_mcp"),
+    );
+    let first = median("first_call");
+    let (list_in, list_proc) = (median("list_in_process"), median("list_process"));
+    let d_c = d.as_secs_f64() / c.as_secs_f64();
+    let list_ratio = list_proc.as_secs_f64() / list_in.as_secs_f64();
+    let beyond = rss.saturating_sub(plugin_rss) as f64;
+    bench.rows.push(Row::new(
+        "isolation",
+        "(a) `bench_echo` in-process, polled inline (`inline_plugin_calls(true)`)",
+        time(a),
+    ));
+    bench.rows.push(
+        Row::new(
+            "isolation",
+            "(b) `bench_echo` in-process, on a blocking-pool thread (the in-process default)",
+            time(b),
+        )
+        .baseline(format!("(a) {}", time(a)))
+        .ratio("b/a", b.as_secs_f64() / a.as_secs_f64()),
+    );
+    bench.rows.push(
+        Row::new(
+            "isolation",
+            "(c) `bench_echo` in its plugin process (process isolation), round trip",
+            time(c),
+        )
+        .baseline(format!("(a) {}", time(a)))
+        .ratio("c/a", c.as_secs_f64() / a.as_secs_f64())
+        .target("median ≤ 25 µs", c <= Duration::from_micros(25)),
+    );
+    bench.rows.push(
+        Row::new(
+            "isolation",
+            "(d) `bench_echo` over MCP stdio (`xcsh-plugins mcp`, rmcp client)",
+            time(d),
+        )
+        .baseline(format!("(c) {}", time(c)))
+        .ratio("d/c", d_c)
+        .target("d/c ≥ 3", d_c >= 3.0),
+    );
+    bench.rows.push(
+        Row::new(
+            "isolation",
+            "first call of an isolated plugin: build the session (spawn, handshake, `dlopen`) + one call",
+            time(first),
+        )
+        .target("≤ 10 ms", first <= Duration::from_millis(10)),
+    );
+    bench.rows.push(
+        Row::new(
+            "isolation",
+            format!("`xcsh-plugins list`, {LIST_PLUGINS} plugins, process isolation (children start in parallel)"),
+            time(list_proc),
+        )
+        .baseline(format!("in-process {}", time(list_in)))
+        .ratio("process/in-process", list_ratio)
+        .target("≤ 2", list_ratio <= 2.0),
+    );
+    bench.rows.push(
+        Row::new(
+            "isolation",
+            "resident memory of a plugin child (`fixture-crash`), beyond the plugin's own mappings",
+            kib(beyond),
+        )
+        .baseline(format!(
+            "VmRSS {}, plugin mappings {}",
+            kib(rss as f64),
+            kib(plugin_rss as f64)
+        ))
+        .target("≤ 4 MiB", beyond <= 4096.0),
+    );
 }

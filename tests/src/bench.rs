@@ -69,8 +69,8 @@ pub mod calls {
     use serde_json::{json, Value};
     use xcsh_loader::store::BoxFuture;
     use xcsh_loader::{
-        AgentToolResult, CallContext, Session, Tool, ToolError, ToolHints, ToolOrigin, ToolOutcome,
-        ToolSpec,
+        AgentToolResult, CallContext, Isolation, Session, Tool, ToolError, ToolHints, ToolOrigin,
+        ToolOutcome, ToolSpec,
     };
 
     /// The tool every call benchmark calls.
@@ -143,12 +143,25 @@ pub mod calls {
             .build()
     }
 
-    /// A session that loads exactly `plugin`; `Err` lists the load errors.
+    /// A session that loads exactly `plugin` in-process, its futures polled on the caller's
+    /// task (the lowest-overhead mode, which these rows have always measured); `Err` lists
+    /// the load errors.
     pub fn plugin_session(cwd: &Path, plugin: &Path) -> Result<Session, String> {
-        let session = Session::builder(cwd)
-            .default_dirs(false)
-            .plugin(plugin)
-            .build();
+        session_with(
+            Session::builder(cwd)
+                .isolation(Isolation::InProcess)
+                .inline_plugin_calls(true),
+            plugin,
+        )
+    }
+
+    /// A session that loads exactly `plugin` with `builder`'s settings; `Err` lists the load
+    /// errors.
+    pub fn session_with(
+        builder: xcsh_loader::SessionBuilder,
+        plugin: &Path,
+    ) -> Result<Session, String> {
+        let session = builder.default_dirs(false).plugin(plugin).build();
         if session.load_errors().is_empty() {
             Ok(session)
         } else {
@@ -186,11 +199,14 @@ pub mod calls {
     }
 
     impl McpServer {
-        /// Start `cli --no-default-dirs --plugin <plugin> --cwd <cwd> mcp` and initialize.
+        /// Start `cli --no-default-dirs --isolation in-process --plugin <plugin> --cwd <cwd>
+        /// mcp` and initialize.
         /// Needs a tokio runtime with IO enabled.
         pub async fn start(cli: &Path, plugin: &Path, cwd: &Path) -> Result<Self, String> {
+            // In-process, as this row has always measured: the MCP transport's own cost.
             let mut child = tokio::process::Command::new(cli)
                 .arg("--no-default-dirs")
+                .args(["--isolation", "in-process"])
                 .arg("--plugin")
                 .arg(plugin)
                 .arg("--cwd")
@@ -256,7 +272,7 @@ pub mod load {
     use std::time::{Duration, Instant};
 
     use serde::{Deserialize, Serialize};
-    use xcsh_loader::{LoadError, LoadErrorKind, Session};
+    use xcsh_loader::{Isolation, LoadError, LoadErrorKind, Session};
 
     use super::Resident;
 
@@ -364,6 +380,7 @@ pub mod load {
             session = Some(
                 Session::builder(cwd)
                     .default_dirs(false)
+                    .isolation(Isolation::InProcess)
                     .plugin(dir)
                     .build(),
             );
@@ -683,5 +700,64 @@ pub mod tree {
             }
         }
         Ok(())
+    }
+}
+
+pub mod isolation {
+    //! Process isolation's costs: a call's round trip to a plugin child, a plugin's first
+    //! call (spawn, handshake, `dlopen`), `list` over many isolated plugins, and a child's
+    //! resident memory.
+
+    use std::path::Path;
+    use std::process::{Command, Output, Stdio};
+
+    use xcsh_loader::{Isolation, Session};
+
+    use super::calls::session_with;
+
+    /// A session that loads exactly `plugin` in `isolation` (default settings otherwise).
+    pub fn session(cwd: &Path, plugin: &Path, isolation: Isolation) -> Result<Session, String> {
+        session_with(Session::builder(cwd).isolation(isolation), plugin)
+    }
+
+    /// `xcsh-plugins --no-default-dirs --plugin <dir> --isolation <mode> list`, as a user runs
+    /// it.
+    pub fn list(cli: &Path, dir: &Path, isolation: Isolation) -> std::io::Result<Output> {
+        Command::new(cli)
+            .args(["--no-default-dirs", "--plugin"])
+            .arg(dir)
+            .args(["--isolation", isolation.as_str(), "list"])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+    }
+
+    /// Resident memory of process `pid` (KiB): all of it, and the part mapped from the
+    /// plugin library (its file or sealed copy, matched by `name` in `/proc/PID/smaps`).
+    pub fn child_memory(pid: u32, name: &str) -> Option<(u64, u64)> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let rss = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
+        let mut plugin = 0;
+        let mut in_plugin = false;
+        for line in smaps.lines() {
+            let first = line.split_whitespace().next().unwrap_or_default();
+            if first.contains('-') && !first.ends_with(':') {
+                in_plugin = line.contains(name);
+            } else if in_plugin && first == "Rss:" {
+                plugin += line
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+        Some((rss, plugin))
     }
 }

@@ -1,4 +1,4 @@
-//! Test support: build the bundled plugins and the `xcsh-plugins` binary with cargo, and find
+//! Test support: build the bundled plugins and the `xcsh-plugins` and `xcsh-plugin-host` binaries with cargo, and find
 //! the real artifacts.
 //!
 //! `cargo test` does not produce `cdylib` files for other packages, so the first test that
@@ -26,6 +26,7 @@ pub const PLUGIN_PACKAGES: &[&str] = &[
     "fixture-bad-tools",
     "fixture-constructor",
     "fixture-bench",
+    "fixture-crash",
 ];
 
 /// Paths of the built artifacts, by cargo target name (`batch_rename`, `xcsh-plugins`, ...).
@@ -139,6 +140,14 @@ impl Artifacts {
                 "no artifact for {package}; built: {:?}",
                 self.by_name.keys()
             ),
+        }
+    }
+
+    /// The `xcsh-plugin-host` executable (the child of process isolation).
+    pub fn plugin_host(&self) -> PathBuf {
+        match self.by_name.get("xcsh-plugin-host") {
+            Some(path) => path.clone(),
+            None => panic!("xcsh-plugin-host was not built"),
         }
     }
 

@@ -129,3 +129,30 @@ fn ast_edit_benchmark_does_what_ast_grep_does_on_a_small_tree() {
         Err(reason) => println!("skipped the ast-grep half: no ast-grep CLI: {reason}"),
     }
 }
+
+#[tokio::test]
+async fn the_isolation_benchmarks_can_run() {
+    use xcsh_integration_tests::bench::isolation;
+    use xcsh_loader::Isolation;
+    let artifacts = artifacts();
+    let cwd = tempfile::tempdir().unwrap();
+    for mode in [Isolation::Process, Isolation::InProcess] {
+        let session =
+            isolation::session(cwd.path(), &artifacts.plugin("fixture-bench"), mode).unwrap();
+        assert_eq!(calls::call_echo(&session).await.text(), calls::ECHO_TEXT);
+        let output =
+            isolation::list(&artifacts.cli(), &artifacts.plugin("fixture-bench"), mode).unwrap();
+        assert!(output.status.success());
+    }
+    let crash = artifacts.plugin("fixture-crash");
+    let session = isolation::session(cwd.path(), &crash, Isolation::Process).unwrap();
+    let pid: u32 = session
+        .call("pid", serde_json::json!({}))
+        .await
+        .text()
+        .parse()
+        .unwrap();
+    let name = crash.file_name().unwrap().to_str().unwrap();
+    let (rss, plugin) = isolation::child_memory(pid, name).unwrap();
+    assert!(rss > plugin && plugin > 0, "{rss} {plugin}");
+}

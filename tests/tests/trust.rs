@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use xcsh_integration_tests::{artifacts, lib_name, plugin};
 use xcsh_loader::library::CheckedFile;
 use xcsh_loader::trust::{sha256_hex, trust_file, TrustStore};
-use xcsh_loader::{LoadError, LoadErrorKind, Session};
+use xcsh_loader::{Isolation, LoadError, LoadErrorKind, Session};
 
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -403,6 +403,12 @@ fn swap(path: &Path, bytes: &[u8]) {
 
 #[tokio::test]
 async fn swapping_the_file_between_check_and_load_changes_nothing() {
+    swapping_the_file_between_check_and_load_changes_nothing_in(Isolation::InProcess).await;
+    swapping_the_file_between_check_and_load_changes_nothing_in(Isolation::Process).await;
+}
+
+/// The mappings are checked in this process's own maps, so only in-process.
+async fn swapping_the_file_between_check_and_load_changes_nothing_in(isolation: Isolation) {
     let (_tmp, root) = scratch();
     let file = install("batch-rename", &root.join("tools"), "swapped");
     let checked = sha256_hex(&std::fs::read(&file).unwrap());
@@ -417,6 +423,7 @@ async fn swapping_the_file_between_check_and_load_changes_nothing() {
             swap(path, &other);
             counter.fetch_add(1, Ordering::SeqCst);
         })
+        .isolation(isolation)
         .build();
     assert_eq!(swaps.load(Ordering::SeqCst), 1);
     assert!(
@@ -432,7 +439,7 @@ async fn swapping_the_file_between_check_and_load_changes_nothing() {
     assert_eq!(tool_names(&session), ["batch_rename_preview", "resolve"]);
     assert_ne!(checked, sha256_hex(&std::fs::read(&file).unwrap()));
     #[cfg(target_os = "linux")]
-    {
+    if isolation == Isolation::InProcess {
         // Mapped from the file object that was checked (now unlinked), through its open
         // descriptor: no copy, and not whatever the path holds now.
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
@@ -508,6 +515,13 @@ fn rewrite_in_place(path: &Path, bytes: &[u8]) {
 
 #[test]
 fn rewriting_the_file_in_place_after_the_check_refuses_the_load() {
+    for isolation in [Isolation::InProcess, Isolation::Process] {
+        rewriting_the_file_in_place_after_the_check_refuses_the_load_in(isolation);
+    }
+}
+
+/// What was mapped is looked for in this process's own maps, so only in-process.
+fn rewriting_the_file_in_place_after_the_check_refuses_the_load_in(isolation: Isolation) {
     let (_tmp, root) = scratch();
     let file = install("batch-rename", &root.join("tools"), "rewritten");
     let other = std::fs::read(plugin("fixture-multi")).unwrap();
@@ -515,6 +529,7 @@ fn rewriting_the_file_in_place_after_the_check_refuses_the_load() {
         .default_dirs(false)
         .plugin(&file)
         .after_check(move |path| rewrite_in_place(path, &other))
+        .isolation(isolation)
         .build();
     let errors = session.load_errors();
     assert!(
@@ -537,7 +552,7 @@ fn rewriting_the_file_in_place_after_the_check_refuses_the_load() {
     // Neither the checked nor the new content was loaded: no tools, nothing mapped.
     assert!(session.tools().is_empty(), "{:?}", tool_names(&session));
     #[cfg(target_os = "linux")]
-    {
+    if isolation == Isolation::InProcess {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
         assert!(
             !maps.contains(file.to_str().unwrap()),
@@ -552,6 +567,13 @@ fn rewriting_the_file_in_place_after_the_check_refuses_the_load() {
 
 #[test]
 fn a_trusted_project_plugin_rewritten_in_place_after_the_check_loads_the_trusted_bytes() {
+    for isolation in [Isolation::InProcess, Isolation::Process] {
+        trusted_project_plugin_rewritten_in_place_in(isolation);
+    }
+}
+
+/// The sealed copy is looked for in this process's own maps, so only in-process.
+fn trusted_project_plugin_rewritten_in_place_in(isolation: Isolation) {
     let project = Project::new();
     let mut store = TrustStore::for_home(&project.home).unwrap();
     store
@@ -562,6 +584,7 @@ fn a_trusted_project_plugin_rewritten_in_place_after_the_check_loads_the_trusted
     let session = Session::builder(&project.cwd)
         .home(Some(project.home.clone()))
         .after_check(move |path| rewrite_in_place(path, &other))
+        .isolation(isolation)
         .build();
     assert!(
         session.load_errors().is_empty(),
@@ -571,7 +594,7 @@ fn a_trusted_project_plugin_rewritten_in_place_after_the_check_loads_the_trusted
     // What runs is what was hashed and trusted, from a sealed copy, not the new content.
     assert_eq!(tool_names(&session), ["constructor_probe"]);
     #[cfg(target_os = "linux")]
-    {
+    if isolation == Isolation::InProcess {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
         let name = project.plugin.file_name().unwrap().to_str().unwrap();
         assert!(

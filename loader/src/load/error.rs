@@ -21,7 +21,7 @@ pub struct LoadError {
 }
 
 /// What went wrong with a plugin file. See [`LoadError`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum LoadErrorKind {
     /// A path given by the user does not exist or cannot be read.
@@ -102,6 +102,13 @@ pub enum LoadErrorKind {
     /// loaded until the host restarts.
     #[error("the file changed since it was loaded in this process; the copy loaded earlier stays in use until the host restarts")]
     ChangedSinceLoaded,
+    /// The plugin's process (`xcsh-plugin-host`, process isolation) could not be started, or
+    /// it ended before reporting its tools.
+    #[error("cannot run the plugin in its own process: {cause}")]
+    PluginProcess {
+        /// What went wrong, and how to fix it.
+        cause: String,
+    },
     /// Two tools share a name; the later one is skipped.
     #[error("{}", messages::name_conflict(name))]
     NameConflict {

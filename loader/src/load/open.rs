@@ -278,6 +278,12 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
         }
         // The earlier content never loaded usably: nothing of it is in use, so try this one.
     }
+    if bound_to_children()
+        .get(path)
+        .is_some_and(|stamp| !stamp.same_content(&file.stamp))
+    {
+        return Err(error(LoadErrorKind::ChangedSinceLoaded));
+    }
     let (source, api_version) = match file.pinned.get() {
         Some(Ok(pinned)) => {
             let bytes = pinned.bytes.as_slice();
@@ -298,26 +304,10 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
             (LoadSource::Opened(&file.file), version)
         }
     };
-    let outcome = match load(path, source) {
-        Ok(mapped) => init_root_module(mapped.header)
-            .map(|module| PluginLibrary {
-                module,
-                api_version,
-            })
-            .map_err(|error| classify(path, None, error)),
-        Err(LoadFailure::Copy(cause)) => {
-            return Err(error(LoadErrorKind::Unreadable {
-                cause: format!("cannot make the private copy to load: {cause}"),
-            }))
-        }
-        // Nothing was mapped: a later attempt may succeed (a missing dependency installed).
-        Err(LoadFailure::Library {
-            loaded_at,
-            error: failure @ LibraryError::OpenError { .. },
-        }) => return Err(classify(path, Some(&loaded_at), failure)),
-        Err(LoadFailure::Library { loaded_at, error }) => {
-            Err(classify(path, Some(&loaded_at), error))
-        }
+    let outcome = match map_library(path, source, api_version) {
+        Ok(library) => Ok(library),
+        Err(MapFailure::Retry(error)) => return Err(error),
+        Err(MapFailure::Final(error)) => Err(error),
     };
     // Written while it was being mapped: what was mapped may not be what was checked.
     let outcome = match outcome {
@@ -335,6 +325,128 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
         },
     );
     outcome
+}
+
+/// Why [`map_library`] failed: `Retry` when nothing was mapped (a later attempt may succeed),
+/// `Final` when something was mapped and must not be mapped again.
+enum MapFailure {
+    Retry(LoadError),
+    Final(LoadError),
+}
+
+/// Hand `source` to the dynamic loader and check the root module's ABI and version.
+fn map_library(
+    path: &Path,
+    source: LoadSource<'_>,
+    api_version: ApiVersion,
+) -> Result<PluginLibrary, MapFailure> {
+    let error = |kind| LoadError::new(path, kind);
+    match load(path, source) {
+        Ok(mapped) => init_root_module(mapped.header)
+            .map(|module| PluginLibrary {
+                module,
+                api_version,
+            })
+            .map_err(|error| MapFailure::Final(classify(path, None, error))),
+        Err(LoadFailure::Copy(cause)) => Err(MapFailure::Retry(error(LoadErrorKind::Unreadable {
+            cause: format!("cannot make the private copy to load: {cause}"),
+        }))),
+        // Nothing was mapped: a later attempt may succeed (a missing dependency installed).
+        Err(LoadFailure::Library {
+            loaded_at,
+            error: failure @ LibraryError::OpenError { .. },
+        }) => Err(MapFailure::Retry(classify(path, Some(&loaded_at), failure))),
+        Err(LoadFailure::Library { loaded_at, error }) => {
+            Err(MapFailure::Final(classify(path, Some(&loaded_at), error)))
+        }
+    }
+}
+
+/// In a plugin child (`xcsh-plugin-host`): load the checked content the parent handed over as
+/// the inherited descriptor `file` (the checked file itself, or a sealed memfd of the pinned
+/// bytes). `path` is the original file, for messages.
+#[cfg(target_os = "linux")]
+pub(crate) fn load_inherited(path: &Path, file: File) -> Result<PluginLibrary, LoadError> {
+    let reader = object::ReadCache::new(&file);
+    check_library(&reader)
+        .map_err(|cause| LoadError::new(path, LoadErrorKind::NotALibrary { cause }))?;
+    let api_version = check_api_version(path, read_api_marker(&reader))?;
+    drop(reader);
+    map_library(path, LoadSource::Opened(&file), api_version).map_err(|failure| match failure {
+        MapFailure::Retry(error) | MapFailure::Final(error) => error,
+    })
+}
+
+/// For a plugin child: the descriptor holding exactly what was checked (and, for a pinned
+/// file, hashed), under the same rule as in-process loading: one path stays bound to the
+/// first content loaded from it in this process, in a child or here.
+#[cfg(target_os = "linux")]
+pub(crate) fn descriptor_for_child(file: &CheckedFile) -> Result<File, LoadError> {
+    let path = file.path();
+    let error = |kind| LoadError::new(path, kind);
+    // The header and version checks run here, in the host, so a plugin this host would refuse
+    // never gets a process to run its constructors in.
+    match file.pinned.get() {
+        Some(Ok(pinned)) => {
+            let bytes = pinned.bytes.as_slice();
+            check_library(bytes).map_err(|cause| error(LoadErrorKind::NotALibrary { cause }))?;
+            check_api_version(path, read_api_marker(bytes))?;
+        }
+        Some(Err(failed)) => return Err(failed.clone()),
+        None => {
+            let reader = object::ReadCache::new(&*file.file);
+            check_library(&reader).map_err(|cause| error(LoadErrorKind::NotALibrary { cause }))?;
+            check_api_version(path, read_api_marker(&reader))?;
+        }
+    }
+    if file.pinned.get().is_none() && !file.unchanged() {
+        return Err(error(LoadErrorKind::ChangedWhileLoading));
+    }
+    let loaded_here = cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(path)
+        .filter(|cached| cached.outcome.is_ok())
+        .map(|cached| cached.stamp);
+    if loaded_here.is_some_and(|stamp| !stamp.same_content(&file.stamp)) {
+        return Err(error(LoadErrorKind::ChangedSinceLoaded));
+    }
+    {
+        let mut bound = bound_to_children();
+        let stamp = bound.entry(path.to_owned()).or_insert(file.stamp);
+        if !stamp.same_content(&file.stamp) {
+            return Err(error(LoadErrorKind::ChangedSinceLoaded));
+        }
+    }
+    match file.pinned.get() {
+        Some(Ok(pinned)) => crate::sys::sealed_copy(path, &pinned.bytes).map_err(|cause| {
+            error(LoadErrorKind::Unreadable {
+                cause: format!("cannot make the sealed copy to load: {cause}"),
+            })
+        }),
+        Some(Err(failed)) => Err(failed.clone()),
+        None => file.file.try_clone().map_err(|cause| {
+            error(LoadErrorKind::Unreadable {
+                cause: cause.to_string(),
+            })
+        }),
+    }
+}
+
+/// After a child loaded `file`'s descriptor: whether what it mapped is what was checked (a
+/// pinned file's sealed copy cannot change; an opened file must not have been written).
+#[cfg(target_os = "linux")]
+pub(crate) fn still_as_checked(file: &CheckedFile) -> bool {
+    matches!(file.pinned.get(), Some(Ok(_))) || file.unchanged()
+}
+
+/// Paths whose content was handed to plugin children, with the file object each is bound to.
+fn bound_to_children() -> std::sync::MutexGuard<'static, HashMap<PathBuf, FileStamp>> {
+    static BOUND: OnceLock<Mutex<HashMap<PathBuf, FileStamp>>> = OnceLock::new();
+    BOUND
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
 }
 
 /// Map abi_stable's error to ours. Messages name the original file, never the

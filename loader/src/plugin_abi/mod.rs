@@ -21,10 +21,26 @@ use crate::messages::STORE_UNAVAILABLE;
 use crate::store::{BoxFuture, PendingAction, PendingActionStore};
 use crate::tool::{CallContext, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec, UpdateSink};
 
+/// Where a plugin's pushed pending actions go: the session's store in-process, or (in a
+/// plugin child) a registry that tells the host. `None` in a runtime without a store.
+pub(crate) type PushSink = Arc<dyn Fn(PendingAction) + Send + Sync>;
+
+/// Where a plugin's log lines go when not to this process's `tracing` (a plugin child sends
+/// them to the host).
+pub(crate) type LogSink = Arc<dyn Fn(FfiLogLevel, String) + Send + Sync>;
+
+/// The push sink of an in-process plugin: the session's store.
+pub(crate) fn store_sink(store: Option<Arc<PendingActionStore>>) -> Option<PushSink> {
+    store.map(|store| Arc::new(move |action| store.push(action)) as PushSink)
+}
+
+mod offload;
+
 /// What the host offers one plugin in one session.
 struct HostServices {
     cwd: String,
-    store: Option<Arc<PendingActionStore>>,
+    sink: Option<PushSink>,
+    logger: Option<LogSink>,
     plugin: PathBuf,
 }
 
@@ -34,12 +50,12 @@ impl HostApiFfi for HostServices {
     }
 
     fn push_pending_action(&self, action: FfiPendingAction) -> RResult<(), RString> {
-        let Some(store) = &self.store else {
+        let Some(sink) = &self.sink else {
             return RResult::RErr(STORE_UNAVAILABLE.into());
         };
         match pending_action_from_ffi(action) {
             Ok(action) => {
-                store.push(action);
+                sink(action);
                 RResult::ROk(())
             }
             Err(error) => RResult::RErr(error.message().into()),
@@ -47,6 +63,10 @@ impl HostApiFfi for HostServices {
     }
 
     fn log(&self, level: FfiLogLevel, message: RString) {
+        if let Some(logger) = &self.logger {
+            logger(level, message.into_string());
+            return;
+        }
         let plugin = self.plugin.display();
         match level {
             FfiLogLevel::DEBUG => tracing::debug!(target: "xcsh_plugin", %plugin, "{message}"),
@@ -99,7 +119,13 @@ fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, To
 /// A tool loaded from a plugin library.
 pub struct PluginTool {
     spec: ToolSpec,
-    tool: FfiToolDef,
+    tool: Arc<FfiToolDef>,
+    /// Poll the plugin's future on the caller's task (lowest latency; blocking plugin code
+    /// then blocks the caller) instead of on a blocking-pool thread of its own.
+    inline: bool,
+    /// Calls running off the caller's runtime, by tool-call id, with a flag set when each
+    /// ends (see [`Tool::interrupted`]).
+    running: offload::Running,
 }
 
 impl Tool for PluginTool {
@@ -120,6 +146,16 @@ impl Tool for PluginTool {
             },
             TD_Opaque,
         );
+        if !self.inline {
+            return offload::execute(
+                Arc::clone(&self.tool),
+                &self.running,
+                tool_call_id,
+                arguments,
+                context,
+                ctx.cancel,
+            );
+        }
         let future = self
             .tool
             .execute(tool_call_id.into(), arguments.to_string().into(), context);
@@ -129,6 +165,17 @@ impl Tool for PluginTool {
                 RResult::RErr(message) => Err(ToolError::new(message.into_string())),
             }
         })
+    }
+
+    fn interrupted(&self, tool_call_id: &str) -> BoxFuture<Option<String>> {
+        self.running.interrupted(tool_call_id)
+    }
+}
+
+impl PluginTool {
+    /// Poll this tool's futures on the caller's task (see [`PluginTool`]).
+    pub(crate) fn set_inline(&mut self, inline: bool) {
+        self.inline = inline;
     }
 }
 
@@ -155,12 +202,14 @@ pub(crate) fn instantiate(
     library: PluginLibrary,
     path: &Path,
     cwd: &Path,
-    store: Option<Arc<PendingActionStore>>,
+    sink: Option<PushSink>,
+    logger: Option<LogSink>,
 ) -> Result<Vec<PluginTool>, LoadError> {
     let host = HostApiFfi_TO::from_value(
         HostServices {
             cwd: cwd.to_string_lossy().into_owned(),
-            store,
+            sink,
+            logger,
             plugin: path.to_owned(),
         },
         TD_Opaque,
@@ -205,6 +254,8 @@ fn plugin_tool(def: FfiToolDef, path: &Path) -> PluginTool {
                 .unwrap_or_default(),
             origin: ToolOrigin::Plugin(path.to_owned()),
         },
-        tool: def,
+        tool: Arc::new(def),
+        inline: false,
+        running: offload::Running::default(),
     }
 }

@@ -7,7 +7,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+#[cfg(target_os = "linux")]
+use crate::isolate::find_plugin_host;
+use crate::isolate::Isolation;
 use crate::load::discovery::{Candidate, CandidateSource, Discovery};
+#[cfg(target_os = "linux")]
+use crate::load::open::descriptor_for_child;
 use crate::load::trust::{TrustStatus, TrustStore};
 use crate::load::{load_checked, CheckedFile, LoadError, LoadErrorKind, PluginLibrary};
 use crate::resolve::resolve_spec;
@@ -29,6 +34,10 @@ pub struct SessionBuilder {
     builtins: Vec<Arc<dyn Tool>>,
     default_timeout: Option<Duration>,
     after_check: Option<AfterCheckHook>,
+    isolation: Isolation,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    plugin_host: Option<PathBuf>,
+    inline_calls: bool,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -57,7 +66,36 @@ impl SessionBuilder {
             builtins: Vec::new(),
             default_timeout: None,
             after_check: None,
+            isolation: Isolation::default(),
+            plugin_host: None,
+            inline_calls: false,
         }
+    }
+
+    /// Where plugin code runs (default: [`Isolation::Process`] on Linux, where it is
+    /// available; elsewhere a request for it falls back to in-process, with a warning).
+    #[must_use]
+    pub fn isolation(mut self, isolation: Isolation) -> Self {
+        self.isolation = isolation;
+        self
+    }
+
+    /// The `xcsh-plugin-host` executable for process isolation (default: `$XCSH_PLUGIN_HOST`,
+    /// or the one next to the running executable).
+    #[must_use]
+    pub fn plugin_host(mut self, path: impl Into<PathBuf>) -> Self {
+        self.plugin_host = Some(path.into());
+        self
+    }
+
+    /// In-process mode only: poll plugin futures on the caller's task, as a plain `await`
+    /// would (lowest latency), instead of on a blocking-pool thread of their own. Blocking
+    /// plugin code then blocks the caller's thread, and a timeout cannot return before it
+    /// yields. Default: off.
+    #[must_use]
+    pub fn inline_plugin_calls(mut self, inline: bool) -> Self {
+        self.inline_calls = inline;
+        self
     }
 
     /// Load this plugin file, or every plugin in this directory (searched before the defaults).
@@ -142,6 +180,8 @@ impl SessionBuilder {
             steering,
             _reminders: reminders,
             default_timeout: self.default_timeout,
+            #[cfg(target_os = "linux")]
+            children: Vec::new(),
         };
         for tool in self.builtins {
             if let Err(error) = session.register(tool) {
@@ -154,9 +194,45 @@ impl SessionBuilder {
             home: self.discovery.home.clone(),
             trust: None,
             after_check: self.after_check.clone(),
+            inline_calls: self.inline_calls,
         };
-        for candidate in candidates {
-            session.load_plugin(&candidate, &mut loader);
+        let isolation = self.isolation.effective();
+        if isolation != self.isolation {
+            tracing::warn!(
+                "process isolation is not available on this platform; plugins run in-process"
+            );
+        }
+        match isolation {
+            #[cfg(target_os = "linux")]
+            Isolation::Process => {
+                let host = find_plugin_host(self.plugin_host.as_ref());
+                // Every child starts before the first handshake is awaited: they load in
+                // parallel.
+                let started = candidates
+                    .iter()
+                    .map(|candidate| {
+                        let file = loader.check(candidate, &mut session.load_errors)?;
+                        let descriptor = descriptor_for_child(&file)?;
+                        let host = host.clone().map_err(|cause| {
+                            LoadError::new(file.path(), LoadErrorKind::PluginProcess { cause })
+                        })?;
+                        crate::isolate::plugin::start(
+                            host,
+                            &file,
+                            descriptor,
+                            &session.cwd,
+                            session.store.clone(),
+                        )
+                    })
+                    .collect();
+                session.finish_isolated(started);
+            }
+            // In-process, and where process isolation is not available.
+            _ => {
+                for candidate in candidates {
+                    session.load_plugin(&candidate, &mut loader);
+                }
+            }
         }
         if session.tools.iter().any(|r| r.tool.spec().deferrable) {
             let spec = resolve_spec();
@@ -175,6 +251,8 @@ pub(super) struct Loader {
     /// `None` until needed; `Some(None)` when there is no usable trust file.
     trust: Option<Option<TrustStore>>,
     after_check: Option<AfterCheckHook>,
+    /// See [`SessionBuilder::inline_plugin_calls`].
+    pub(super) inline_calls: bool,
 }
 
 impl Loader {
@@ -186,6 +264,16 @@ impl Loader {
         candidate: &Candidate,
         errors: &mut Vec<LoadError>,
     ) -> Result<PluginLibrary, LoadError> {
+        load_checked(&self.check(candidate, errors)?)
+    }
+
+    /// Check and open the candidate, and require trust for a project-local one: the file a
+    /// library may be loaded from (in this process or in a plugin child).
+    pub(super) fn check(
+        &mut self,
+        candidate: &Candidate,
+        errors: &mut Vec<LoadError>,
+    ) -> Result<CheckedFile, LoadError> {
         let file = CheckedFile::read(&candidate.path)?;
         if candidate.source == CandidateSource::Project {
             let status = match self.trust_store(errors) {
@@ -204,7 +292,7 @@ impl Loader {
         if let Some(hook) = &self.after_check {
             hook(file.path());
         }
-        load_checked(&file)
+        Ok(file)
     }
 
     /// The user's trust file, read once; a problem with it is reported once and trusts

@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::isolate::Isolation;
 use crate::load::discovery::Candidate;
 use crate::load::{LoadError, LoadErrorKind};
-use crate::plugin_abi::instantiate;
+use crate::plugin_abi::{instantiate, store_sink};
 use crate::resolve::steering::{forced_tool_choice, Provider, SteeringMessage, ToolChoice};
 use crate::resolve::{run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
 use crate::store::{PendingActionStore, PushSubscription};
@@ -38,6 +39,8 @@ pub struct LoadedPlugin {
     pub path: PathBuf,
     /// The `xcsh-plugin-api` version it was built against.
     pub api_version: xcsh_plugin_api::ffi::ApiVersion,
+    /// Where its code runs.
+    pub isolation: Isolation,
 }
 
 /// One agent session: its tools, its store, its steering queue.
@@ -52,6 +55,9 @@ pub struct Session {
     steering: Arc<Mutex<Vec<SteeringMessage>>>,
     _reminders: Option<PushSubscription>,
     default_timeout: Option<Duration>,
+    /// What ends when the session's plugin processes have exited (see [`Session::close`]).
+    #[cfg(target_os = "linux")]
+    children: Vec<crate::isolate::plugin::ChildrenGone>,
 }
 
 impl std::fmt::Debug for Session {
@@ -126,12 +132,20 @@ impl Session {
                 self.plugins.push(LoadedPlugin {
                     path: candidate.path.clone(),
                     api_version: library.api_version(),
+                    isolation: Isolation::InProcess,
                 });
-                instantiate(library, &candidate.path, &self.cwd, self.store.clone())
+                instantiate(
+                    library,
+                    &candidate.path,
+                    &self.cwd,
+                    store_sink(self.store.clone()),
+                    None,
+                )
             });
         match tools {
             Ok(tools) => {
-                for tool in tools {
+                for mut tool in tools {
+                    tool.set_inline(loader.inline_calls);
                     if let Err(error) = self.register(Arc::new(tool)) {
                         self.load_errors.push(error);
                     }
@@ -139,6 +153,73 @@ impl Session {
             }
             Err(error) => self.load_errors.push(error),
         }
+    }
+
+    /// Register the tools of isolated plugins, in discovery order, as their children report.
+    #[cfg(target_os = "linux")]
+    fn finish_isolated(
+        &mut self,
+        started: Vec<Result<crate::isolate::plugin::Starting, LoadError>>,
+    ) {
+        for starting in started {
+            let finished = starting.and_then(|starting| {
+                let path = starting.path().to_owned();
+                starting
+                    .finish()
+                    .map(|(api_version, tools)| (path, api_version, tools))
+            });
+            match finished {
+                Ok((path, api_version, tools)) => {
+                    // The parent checked the marker before the child started; the child
+                    // reports what it loaded.
+                    let Some(api_version) = xcsh_plugin_api::ffi::ApiVersion::parse(&api_version)
+                    else {
+                        self.load_errors.push(LoadError::new(
+                            &path,
+                            LoadErrorKind::IncompatibleAbi {
+                                cause: format!(
+                                    "its plugin process reported API version {api_version:?}"
+                                ),
+                            },
+                        ));
+                        continue;
+                    };
+                    if let Some(tool) = tools.first() {
+                        self.children.push(tool.children_gone());
+                    }
+                    self.plugins.push(LoadedPlugin {
+                        path,
+                        api_version,
+                        isolation: Isolation::Process,
+                    });
+                    for tool in tools {
+                        if let Err(error) = self.register(Arc::new(tool)) {
+                            self.load_errors.push(error);
+                        }
+                    }
+                }
+                Err(error) => self.load_errors.push(error),
+            }
+        }
+    }
+
+    /// End the session for good: first [`Session::close`] (every pending action gets its
+    /// `reject`, while the plugin processes that pushed them still run), then its plugin
+    /// processes are told to stop (what still runs in them sees `is_cancelled()`, and they are
+    /// killed after a grace period), and this waits until each has exited and everything it
+    /// printed has reached the log (a few seconds at most). Dropping a session stops its
+    /// processes without waiting, and without rejecting what is pending.
+    /// Returns what each rejection gave, as [`Session::close`] does.
+    pub async fn shutdown(self) -> Vec<ToolOutcome> {
+        let rejected = self.close().await;
+        #[cfg(target_os = "linux")]
+        let children = self.children.clone();
+        drop(self);
+        #[cfg(target_os = "linux")]
+        for gone in children {
+            gone.wait().await;
+        }
+        rejected
     }
 
     /// Every plugin library that loaded (its factory may still have failed), in load order.
@@ -238,7 +319,7 @@ impl Session {
         let id = options
             .tool_call_id
             .unwrap_or_else(|| format!("call_{}", next_call_number()));
-        let future = registered.tool.execute(id, arguments, ctx);
+        let future = registered.tool.execute(id.clone(), arguments, ctx);
         let outcome = bounded(future, &options.cancel, timeout).await;
         if outcome.is_err() {
             options.cancel.cancel();
@@ -246,7 +327,13 @@ impl Session {
         match outcome {
             Ok(Ok(result)) => ToolOutcome::success(result),
             Ok(Err(error)) => ToolOutcome::error(error.message()),
-            Err(interrupted) => ToolOutcome::error(format!("Tool \"{name}\" {interrupted}")),
+            Err(interrupted) => {
+                let message = format!("Tool \"{name}\" {interrupted}");
+                match registered.tool.interrupted(&id).await {
+                    Some(note) => ToolOutcome::error(format!("{message}; {note}")),
+                    None => ToolOutcome::error(message),
+                }
+            }
         }
     }
 }

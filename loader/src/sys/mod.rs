@@ -22,6 +22,8 @@ mod dl;
 mod memfd;
 mod private_copy;
 pub mod sandbox;
+#[cfg(target_os = "linux")]
+pub(crate) mod spawn;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -130,4 +132,11 @@ pub(crate) fn divert_stdout_to_stderr() -> std::io::Result<File> {
     let protocol = std::io::stdout().as_fd().try_clone_to_owned()?;
     rustix::stdio::dup2_stdout(std::io::stderr().as_fd())?;
     Ok(File::from(protocol))
+}
+
+/// A sealed in-memory copy of `bytes` (the pinned content of `original`), to hand to a plugin
+/// child (process isolation exists on Linux only).
+#[cfg(target_os = "linux")]
+pub(crate) fn sealed_copy(original: &Path, bytes: &[u8]) -> std::io::Result<File> {
+    memfd::sealed(original, bytes)
 }

@@ -168,4 +168,13 @@ pub trait Tool: Send + Sync {
         arguments: Value,
         ctx: CallContext,
     ) -> BoxFuture<Result<AgentToolResult, ToolError>>;
+
+    /// Called once the session gave up on call `tool_call_id` (a timeout or a cancellation;
+    /// the call's [`CancelToken`] has fired and its future was dropped), so the tool can settle
+    /// what still runs on its behalf. Returns a note the session appends to its message
+    /// (`Tool "x" timed out after 2s; {note}`), or `None`. The default does nothing.
+    fn interrupted(&self, tool_call_id: &str) -> BoxFuture<Option<String>> {
+        let _ = tool_call_id;
+        Box::pin(async { None })
+    }
 }

@@ -194,8 +194,15 @@ pub async fn run(
     let interrupted = tokio::spawn(close_on_interrupt(Arc::clone(&session)));
     let report = call_and_resolve(&session, args, arguments, timeout, output).await;
     interrupted.abort();
-    for rejected in session.close().await {
-        tracing::info!("rejected at exit: {}", rejected.text());
+    let _ = interrupted.await;
+    // Rejects what is still pending, then (when nothing else holds the session) waits until
+    // the plugin processes have ended and their last output has reached the log.
+    let rejected = match Arc::try_unwrap(session) {
+        Ok(session) => session.shutdown().await,
+        Err(session) => session.close().await,
+    };
+    for outcome in rejected {
+        tracing::info!("rejected at exit: {}", outcome.text());
     }
     report
 }

@@ -11,6 +11,7 @@ use xcsh_loader::library::{host_api_version, oldest_supported_api_version};
 use xcsh_loader::{Session, ToolOrigin};
 
 use crate::report::{Annotations, CheckReport, CheckedTool, FileCheck};
+use crate::HostOptions;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -20,25 +21,32 @@ pub struct CheckArgs {
 }
 
 /// Check every file named in `args` (relative paths are relative to the directory the command
-/// runs in, like `--plugin`), each in a fresh session rooted at `cwd`.
-pub fn run(args: CheckArgs, cwd: &Path) -> CheckReport {
+/// runs in, like `--plugin`), each in a fresh session rooted at `--cwd`, in the isolation mode
+/// the options ask for.
+pub fn run(args: CheckArgs, host: &HostOptions) -> CheckReport {
     CheckReport {
         host_api_version: host_api_version(),
         oldest_supported_api_version: oldest_supported_api_version(),
-        files: args.files.iter().map(|f| check_file(f, cwd)).collect(),
+        files: args.files.iter().map(|f| check_file(f, host)).collect(),
     }
 }
 
-fn check_file(file: &Path, cwd: &Path) -> FileCheck {
+fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
     let path = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
     let mut problems = Vec::new();
     let mut tools = Vec::new();
     let mut api_version = None;
+    let mut isolation = None;
     if path.is_file() {
-        let session = Session::builder(cwd)
+        let session = Session::builder(&host.cwd)
             .default_dirs(false)
             .plugin(&path)
+            .isolation(host.isolation)
             .build();
+        isolation = session
+            .plugins()
+            .first()
+            .map(|p| p.isolation.as_str().to_owned());
         problems.extend(session.load_errors().iter().map(|e| e.cause()));
         api_version = session.plugins().first().map(|p| p.api_version.to_string());
         for spec in session.tools() {
@@ -76,6 +84,7 @@ fn check_file(file: &Path, cwd: &Path) -> FileCheck {
         ok: problems.is_empty(),
         capabilities: api_version.as_deref().map(xcsh_plugin_api::capabilities_of),
         api_version,
+        isolation,
         tools,
         problems,
     }

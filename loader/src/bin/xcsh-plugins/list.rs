@@ -10,7 +10,11 @@ pub fn run(host: &HostOptions) -> ListReport {
     let session = host.session().build();
     let errors = session.load_errors();
     ListReport {
-        tools: session.tools().into_iter().map(ListedTool::from).collect(),
+        tools: session
+            .tools()
+            .into_iter()
+            .map(|spec| ListedTool::new(spec, session.plugins()))
+            .collect(),
         plugins: session.plugins().iter().map(ListedPlugin::from).collect(),
         errors: errors.iter().map(LoadProblem::from).collect(),
         untrusted: errors

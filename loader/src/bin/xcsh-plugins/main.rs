@@ -48,6 +48,10 @@ struct Cli {
     /// Machine-readable output: one JSON document on stdout.
     #[arg(long, global = true)]
     json: bool,
+    /// Where plugin code runs: `process` (each plugin library in a child process of its own;
+    /// the default on Linux) or `in-process` (inside this process; the only mode elsewhere).
+    #[arg(long, value_name = "MODE", global = true)]
+    isolation: Option<xcsh_loader::Isolation>,
     #[command(subcommand)]
     command: Command,
 }
@@ -79,12 +83,15 @@ pub struct HostOptions {
     pub plugins: Vec<PathBuf>,
     pub default_dirs: bool,
     pub cwd: PathBuf,
+    pub isolation: xcsh_loader::Isolation,
 }
 
 impl HostOptions {
     /// A session builder for these options, with the built-in tools.
     pub fn session(&self) -> xcsh_loader::SessionBuilder {
-        let mut builder = xcsh_loader::Session::builder(&self.cwd).default_dirs(self.default_dirs);
+        let mut builder = xcsh_loader::Session::builder(&self.cwd)
+            .default_dirs(self.default_dirs)
+            .isolation(self.isolation);
         for plugin in &self.plugins {
             builder = builder.plugin(plugin);
         }
@@ -165,6 +172,7 @@ fn run(cli: Cli, output: &mut Output) -> Result<ExitCode, CliError> {
         plugins: cli.plugins,
         default_dirs: !cli.no_default_dirs,
         cwd: session_cwd(cli.cwd)?,
+        isolation: cli.isolation.unwrap_or_default(),
     };
     // Two workers: while the interactive prompt of `call` blocks one, the other still sees a
     // Ctrl-C and ends the session properly (see `call`).
@@ -175,7 +183,7 @@ fn run(cli: Cli, output: &mut Output) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))?;
     let code = match cli.command {
         Command::List => show(output, &list::run(&host)),
-        Command::Check(args) => show(output, &check::run(args, &host.cwd)),
+        Command::Check(args) => show(output, &check::run(args, &host)),
         Command::Call(args) => {
             let report = runtime.block_on(call::run(&host, args, output))?;
             Ok(exit_code(&report))
@@ -186,7 +194,11 @@ fn run(cli: Cli, output: &mut Output) -> Result<ExitCode, CliError> {
         Command::Mcp => mcp::run(&host),
         Command::New(args) => new::run(args, &host.cwd, output.stdout()),
         Command::Demo(args) => runtime.block_on(demo::run(&host, args, output.stdout())),
-    }?;
+    };
+    // Without waiting for threads still busy in plugin code that was abandoned (an in-process
+    // call that timed out while blocking).
+    runtime.shutdown_background();
+    let code = code?;
     // Anything still buffered is written now, while a failure can still be reported.
     output.flush()?;
     Ok(code)

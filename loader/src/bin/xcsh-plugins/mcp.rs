@@ -31,7 +31,10 @@ pub fn run(host: &HostOptions) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))?;
-    runtime.block_on(serve(host, output))
+    let outcome = runtime.block_on(serve(host, output));
+    // Without waiting for threads still busy in abandoned in-process plugin calls.
+    runtime.shutdown_background();
+    outcome
 }
 
 async fn serve(host: &HostOptions, output: Output) -> Result<ExitCode, CliError> {

@@ -7,7 +7,9 @@
 
 use serde::{Serialize, Serializer};
 use xcsh_loader::trust::trust_command;
-use xcsh_loader::{LoadError, LoadErrorKind, LoadedPlugin, ToolHints, ToolOutcome, ToolSpec};
+use xcsh_loader::{
+    LoadError, LoadErrorKind, LoadedPlugin, ToolHints, ToolOrigin, ToolOutcome, ToolSpec,
+};
 
 /// A command's complete report: what `--json` prints, and whether the command failed (exit 1).
 pub trait Report: Serialize {
@@ -32,6 +34,7 @@ pub struct ListedPlugin {
     pub path: String,
     pub api_version: String,
     pub capabilities: Vec<&'static str>,
+    pub isolation: &'static str,
 }
 
 impl From<&LoadedPlugin> for ListedPlugin {
@@ -41,6 +44,7 @@ impl From<&LoadedPlugin> for ListedPlugin {
             path: plugin.path.display().to_string(),
             capabilities: xcsh_plugin_api::capabilities_of(&api_version),
             api_version,
+            isolation: plugin.isolation.as_str(),
         }
     }
 }
@@ -77,13 +81,24 @@ pub struct ListedTool {
     pub origin: String,
     pub hidden: bool,
     pub deferrable: bool,
+    /// Where its code runs: `process` or `in-process` (built-ins run in the host).
+    pub isolation: &'static str,
     pub annotations: Annotations,
     pub parameters: serde_json::Value,
 }
 
-impl From<&ToolSpec> for ListedTool {
-    fn from(spec: &ToolSpec) -> Self {
+impl ListedTool {
+    /// `spec`'s entry, with the isolation mode of its plugin among `plugins`.
+    pub fn new(spec: &ToolSpec, plugins: &[LoadedPlugin]) -> Self {
+        let isolation = match &spec.origin {
+            ToolOrigin::Plugin(path) => plugins
+                .iter()
+                .find(|p| &p.path == path)
+                .map_or("in-process", |p| p.isolation.as_str()),
+            ToolOrigin::Builtin => "in-process",
+        };
         ListedTool {
+            isolation,
             name: spec.name.clone(),
             label: spec.label.clone(),
             description: spec.description.clone(),
@@ -171,6 +186,8 @@ pub struct FileCheck {
     pub api_version: Option<String>,
     /// What a plugin of that version can do (see `plugin-api/ABI.md`).
     pub capabilities: Option<Vec<&'static str>>,
+    /// Where its code ran: `process` or `in-process`, once it loaded.
+    pub isolation: Option<String>,
     pub tools: Vec<CheckedTool>,
     pub problems: Vec<String>,
 }

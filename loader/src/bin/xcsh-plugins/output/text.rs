@@ -46,11 +46,12 @@ impl Text for ListReport {
         for tool in &self.tools {
             writeln!(
                 to.out,
-                "{}  {}{}\n    from {}",
+                "{}  {}{}\n    from {} ({})",
                 sanitize(&tool.name),
                 sanitize(&tool.label),
                 flags(tool.hidden, tool.deferrable),
-                sanitize(&tool.origin)
+                sanitize(&tool.origin),
+                tool.isolation
             )?;
         }
         for error in &self.errors {
@@ -86,7 +87,11 @@ impl Text for FileCheck {
         let path = sanitize(&self.path);
         if self.problems.is_empty() {
             let version = self.api_version.as_deref().unwrap_or("?");
-            writeln!(to.out, "ok {path} (xcsh-plugin-api {version})")?;
+            let isolation = self.isolation.as_deref().unwrap_or("?");
+            writeln!(
+                to.out,
+                "ok {path} (xcsh-plugin-api {version}, isolation {isolation})"
+            )?;
             for tool in &self.tools {
                 writeln!(
                     to.out,
@@ -217,6 +222,7 @@ mod tests {
                 origin: "builtin".to_owned(),
                 hidden: false,
                 deferrable: true,
+                isolation: "in-process",
                 annotations: crate::report::Annotations::from(&xcsh_loader::ToolHints::PREVIEW),
                 parameters: serde_json::json!({}),
             }],
@@ -225,7 +231,10 @@ mod tests {
             untrusted: Vec::new(),
         };
         let (out, err) = text_of(&report);
-        assert_eq!(out, "echo␛[31m  Echo [deferrable]\n    from builtin\n");
+        assert_eq!(
+            out,
+            "echo␛[31m  Echo [deferrable]\n    from builtin (in-process)\n"
+        );
         assert!(
             err.starts_with(
                 "untrusted: /p/liba.so (not trusted, not loaded)\n    review it, then: "

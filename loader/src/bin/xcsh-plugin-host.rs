@@ -1,0 +1,14 @@
+//! `xcsh-plugin-host`: the child process of process isolation. The loader starts one per
+//! plugin library, with the checked library and a socket as inherited descriptors; see
+//! `xcsh_loader::isolate`. Not meant to be run by hand.
+
+#[cfg(target_os = "linux")]
+fn main() -> std::process::ExitCode {
+    xcsh_loader::isolate::child_main()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main() -> std::process::ExitCode {
+    eprintln!("xcsh-plugin-host: process isolation is only available on Linux");
+    std::process::ExitCode::from(2)
+}

@@ -1,0 +1,431 @@
+//! Inside `xcsh-plugin-host`: load the plugin from the descriptor the host handed over, run
+//! its factory, report its tools, then serve calls, applies and rejects until the host says
+//! stop or goes away.
+//!
+//! Worker threads take turns reading the socket (leader/follower): the worker that reads a
+//! call runs it itself, after making sure another worker reads on, so a plugin that blocks
+//! never stops this child from reading a `Cancel`, and a trivial call costs no thread hop.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::AtomicUsize;
+
+use xcsh_plugin_api::ffi::FfiLogLevel;
+
+use super::protocol::{
+    ChildMessage, FrameReader, FrameWriter, HostMessage, LogLevel, Resolution, ToolDefinition,
+    PROTOCOL_VERSION,
+};
+use crate::load::open::load_inherited;
+use crate::plugin_abi::{instantiate, LogSink, PluginTool, PushSink};
+use crate::store::PendingAction;
+use crate::sys::spawn::{die_with_parent, parent_is, take_inherited};
+use crate::tool::{CallContext, CancelToken, Tool};
+
+/// What the host passes on the command line.
+struct Arguments {
+    protocol: u32,
+    socket: i32,
+    plugin_fd: i32,
+    path: PathBuf,
+    cwd: PathBuf,
+    store: bool,
+}
+
+fn parse(mut args: impl Iterator<Item = std::ffi::OsString>) -> Result<Arguments, String> {
+    let (mut protocol, mut socket, mut plugin_fd, mut path, mut cwd, mut store) =
+        (None, None, None, None, None, false);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{arg:?} needs a value"));
+        match arg.to_str() {
+            Some("--protocol") => protocol = value()?.to_str().and_then(|v| v.parse().ok()),
+            Some("--socket") => socket = value()?.to_str().and_then(|v| v.parse().ok()),
+            Some("--plugin-fd") => plugin_fd = value()?.to_str().and_then(|v| v.parse().ok()),
+            Some("--path") => path = Some(PathBuf::from(value()?)),
+            Some("--cwd") => cwd = Some(PathBuf::from(value()?)),
+            Some("--store") => store = true,
+            _ => return Err(format!("unexpected argument {arg:?}")),
+        }
+    }
+    Ok(Arguments {
+        protocol: protocol.ok_or("--protocol N is required")?,
+        socket: socket.ok_or("--socket N is required")?,
+        plugin_fd: plugin_fd.ok_or("--plugin-fd N is required")?,
+        path: path.ok_or("--path is required")?,
+        cwd: cwd.ok_or("--cwd is required")?,
+        store,
+    })
+}
+
+/// The `main` of `xcsh-plugin-host`. Not for people: the host starts it with a socket and a
+/// plugin descriptor to inherit.
+pub fn child_main() -> ExitCode {
+    let arguments = match parse(std::env::args_os().skip(1)) {
+        Ok(arguments) => arguments,
+        Err(message) => {
+            eprintln!(
+                "xcsh-plugin-host: {message}\nthis program is started by the xcsh plugin loader, not by hand"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let parent = std::env::var("XCSH_PLUGIN_HOST_PARENT")
+        .ok()
+        .and_then(|pid| pid.parse::<u32>().ok());
+    if parent.is_none_or(|parent| !parent_is(parent)) || die_with_parent().is_err() {
+        eprintln!("xcsh-plugin-host: the process that started this one is gone");
+        return ExitCode::from(2);
+    }
+    // Only to poll plugin futures with `Handle::block_on` on the workers: plugin futures
+    // bring their own runtime, so this one drives nothing.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("xcsh-plugin-host: cannot start a runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = serve(arguments, runtime.handle().clone());
+    // Threads of plugin code may still be blocked: end the process without waiting for them.
+    std::process::exit(code)
+}
+
+/// The writing end of the socket, shared by every thread of the child.
+type Outgoing = Arc<FrameWriter<UnixStream>>;
+
+/// What every worker thread of the child shares.
+struct Shared {
+    reader: Mutex<FrameReader<UnixStream>>,
+    outgoing: Outgoing,
+    tools: HashMap<String, Arc<PluginTool>>,
+    calls: Mutex<HashMap<u64, CancelToken>>,
+    actions: Arc<Mutex<HashMap<u64, PendingAction>>>,
+    /// Workers not busy with a message: one of them is (or will be) reading.
+    idle: AtomicUsize,
+    /// Polls plugin futures (`Handle::block_on`); they bring their own runtime.
+    runtime: tokio::runtime::Handle,
+    cwd: PathBuf,
+}
+
+fn serve(arguments: Arguments, runtime: tokio::runtime::Handle) -> i32 {
+    let (socket, plugin) = match (
+        take_inherited(arguments.socket),
+        take_inherited(arguments.plugin_fd),
+    ) {
+        (Ok(socket), Ok(plugin)) => (socket, plugin),
+        (Err(error), _) | (_, Err(error)) => {
+            eprintln!("xcsh-plugin-host: bad inherited descriptor: {error}");
+            return 2;
+        }
+    };
+    let stream = UnixStream::from(socket);
+    let writer = match stream.try_clone() {
+        Ok(writer) => writer,
+        Err(error) => {
+            eprintln!("xcsh-plugin-host: bad socket: {error}");
+            return 2;
+        }
+    };
+    let outgoing: Outgoing = Arc::new(FrameWriter::new(writer));
+    if arguments.protocol != PROTOCOL_VERSION {
+        let cause = format!(
+            "{} speaks protocol {PROTOCOL_VERSION}, the loader {}; install the {} of the same build as the loader",
+            super::PLUGIN_HOST_BIN,
+            arguments.protocol,
+            super::PLUGIN_HOST_BIN
+        );
+        outgoing.send(&ChildMessage::LoadFailed {
+            kind: crate::load::LoadErrorKind::PluginProcess { cause },
+        });
+        return 0;
+    }
+    let actions: Arc<Mutex<HashMap<u64, PendingAction>>> = Arc::default();
+    let tools = match load(&arguments, File::from(plugin), &outgoing, &actions) {
+        Ok(tools) => tools,
+        Err(kind) => {
+            outgoing.send(&ChildMessage::LoadFailed { kind });
+            return 0;
+        }
+    };
+    let shared = Arc::new(Shared {
+        reader: Mutex::new(FrameReader::new(stream)),
+        outgoing,
+        tools,
+        calls: Mutex::default(),
+        actions,
+        idle: AtomicUsize::new(1),
+        runtime,
+        cwd: arguments.cwd,
+    });
+    work(&shared)
+}
+
+/// A worker: take the reader, read one message, hand the reader on, handle the message, and
+/// again. Whenever the last idle worker starts on a message, a new worker is started first,
+/// so the socket is always read (a `Cancel` arrives while every other worker runs plugin
+/// code). A round trip wakes only the worker that reads the call.
+fn work(shared: &Arc<Shared>) -> i32 {
+    loop {
+        let message = lock(&shared.reader).next::<HostMessage>();
+        let message = match message {
+            Ok(message) => message,
+            // The host is gone or spoke garbage: nothing more to do.
+            Err(_) => return 0,
+        };
+        match message {
+            HostMessage::Cancel { call } => {
+                if let Some(cancel) = lock(&shared.calls).get(&call) {
+                    cancel.cancel();
+                }
+                continue;
+            }
+            HostMessage::Shutdown => {
+                for cancel in lock(&shared.calls).values() {
+                    cancel.cancel();
+                }
+                // Let cancelled calls drop their futures (plugin cleanup) for a moment.
+                std::thread::sleep(Duration::from_millis(50));
+                return 0;
+            }
+            _ => {}
+        }
+        if shared.idle.fetch_sub(1, Ordering::SeqCst) == 1 {
+            shared.idle.fetch_add(1, Ordering::SeqCst);
+            let next = Arc::clone(shared);
+            let spawned = std::thread::Builder::new()
+                .name("xcsh-plugin-worker".to_owned())
+                .spawn(move || std::process::exit(work(&next)));
+            if spawned.is_err() {
+                shared.idle.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        handle(shared, message);
+        shared.idle.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn handle(shared: &Shared, message: HostMessage) {
+    match message {
+        HostMessage::Execute {
+            call,
+            tool,
+            tool_call_id,
+            arguments,
+        } => {
+            let outcome = execute(shared, call, &tool, tool_call_id, arguments);
+            lock(&shared.calls).remove(&call);
+            shared.outgoing.send(&ChildMessage::Done { call, outcome });
+        }
+        HostMessage::Apply {
+            request,
+            action,
+            reason,
+        } => resolve(shared, request, action, reason, true),
+        HostMessage::Reject {
+            request,
+            action,
+            reason,
+        } => resolve(shared, request, action, reason, false),
+        HostMessage::DropAction { action } => {
+            let action = lock(&shared.actions).remove(&action);
+            drop(action);
+        }
+        HostMessage::Cancel { .. } | HostMessage::Shutdown => {}
+    }
+}
+
+/// Run one call to its end or its cancellation, on this thread.
+fn execute(
+    shared: &Shared,
+    call: u64,
+    tool: &str,
+    tool_call_id: String,
+    arguments: serde_json::Value,
+) -> Result<xcsh_plugin_api::AgentToolResult, String> {
+    let Some(tool) = shared.tools.get(tool).cloned() else {
+        return Err(format!("Tool \"{tool}\" not found"));
+    };
+    let cancel = CancelToken::new();
+    lock(&shared.calls).insert(call, cancel.clone());
+    let updates = Arc::clone(&shared.outgoing);
+    let ctx = CallContext {
+        cwd: shared.cwd.clone(),
+        store: None,
+        cancel: cancel.clone(),
+        updates: Some(Arc::new(move |result| {
+            updates.send(&ChildMessage::Update { call, result });
+        })),
+    };
+    let future = tool.execute(tool_call_id, arguments, ctx);
+    let outcome = shared.runtime.block_on(async move {
+        tokio::select! {
+            outcome = future => Some(outcome),
+            () = cancel.cancelled() => None,
+        }
+    });
+    match outcome {
+        Some(Ok(result)) => Ok(result),
+        Some(Err(error)) => Err(error.message().to_owned()),
+        None => Err("the call was cancelled".to_owned()),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Load the plugin and run its factory, with pushes and log lines going to the host.
+fn load(
+    arguments: &Arguments,
+    plugin: File,
+    outgoing: &Outgoing,
+    actions: &Arc<Mutex<HashMap<u64, PendingAction>>>,
+) -> Result<HashMap<String, Arc<PluginTool>>, crate::load::LoadErrorKind> {
+    let library = load_inherited(&arguments.path, plugin).map_err(|error| error.kind)?;
+    let sink: Option<PushSink> = arguments.store.then(|| {
+        let outgoing = outgoing.clone();
+        let actions = Arc::clone(actions);
+        let next = AtomicU64::new(1);
+        Arc::new(move |action: PendingAction| {
+            let id = next.fetch_add(1, Ordering::Relaxed);
+            let message = ChildMessage::Push {
+                action: id,
+                label: action.label().to_owned(),
+                source_tool_name: action.source_tool_name().to_owned(),
+                details: action.details().cloned(),
+                has_reject: action.has_reject(),
+            };
+            lock(&actions).insert(id, action);
+            outgoing.send(&message);
+        }) as PushSink
+    });
+    let logs = outgoing.clone();
+    let logger: LogSink = Arc::new(move |level, message| {
+        let level = match level {
+            FfiLogLevel::DEBUG => LogLevel::Debug,
+            FfiLogLevel::INFO => LogLevel::Info,
+            FfiLogLevel::WARN => LogLevel::Warn,
+            // Errors, and a level from a newer plugin: logged loudly rather than lost.
+            _ => LogLevel::Error,
+        };
+        logs.send(&ChildMessage::Log { level, message });
+    });
+    let api_version = library.api_version().to_string();
+    let tools = instantiate(library, &arguments.path, &arguments.cwd, sink, Some(logger))
+        .map_err(|error| error.kind)?;
+    let definitions = tools
+        .iter()
+        .map(|tool| {
+            let spec = tool.spec();
+            ToolDefinition {
+                name: spec.name.clone(),
+                label: spec.label.clone(),
+                description: spec.description.clone(),
+                parameters: spec.parameters.clone(),
+                hidden: spec.hidden,
+                deferrable: spec.deferrable,
+                hints: spec.hints.into(),
+            }
+        })
+        .collect();
+    outgoing.send(&ChildMessage::Hello {
+        api_version,
+        tools: definitions,
+    });
+    Ok(tools
+        .into_iter()
+        .map(|mut tool| {
+            // Polled on the worker that read the call: no further thread hop.
+            tool.set_inline(true);
+            (tool.spec().name.clone(), Arc::new(tool))
+        })
+        .collect())
+}
+
+/// Apply or reject `action` on this worker, then answer `request`.
+fn resolve(shared: &Shared, request: u64, action: u64, reason: String, apply: bool) {
+    let Some(action) = lock(&shared.actions).remove(&action) else {
+        shared.outgoing.send(&ChildMessage::Resolved {
+            request,
+            resolution: Resolution::Failed {
+                message: "the pending action is unknown to its plugin process".to_owned(),
+            },
+        });
+        return;
+    };
+    let (apply_fn, reject_fn) = action.into_callbacks();
+    let resolution = shared.runtime.block_on(async move {
+        if apply {
+            match apply_fn(reason).await {
+                Ok(result) => Resolution::Applied { result },
+                Err(error) => Resolution::Failed {
+                    message: error.message().to_owned(),
+                },
+            }
+        } else {
+            let outcome = match reject_fn {
+                Some(reject) => reject(reason).await,
+                None => Ok(None),
+            };
+            match outcome {
+                Ok(result) => Resolution::Rejected { result },
+                Err(error) => Resolution::Failed {
+                    message: error.message().to_owned(),
+                },
+            }
+        }
+    });
+    shared.outgoing.send(&ChildMessage::Resolved {
+        request,
+        resolution,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> impl Iterator<Item = std::ffi::OsString> {
+        list.iter()
+            .map(std::ffi::OsString::from)
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn the_command_line_the_host_passes_parses() {
+        let parsed = parse(args(&[
+            "--protocol",
+            "1",
+            "--socket",
+            "5",
+            "--plugin-fd",
+            "6",
+            "--path",
+            "/p/libx.so",
+            "--cwd",
+            "/w",
+            "--store",
+        ]))
+        .unwrap();
+        assert_eq!(
+            (parsed.protocol, parsed.socket, parsed.plugin_fd),
+            (1, 5, 6)
+        );
+        assert_eq!(parsed.path, PathBuf::from("/p/libx.so"));
+        assert!(parsed.store);
+        assert!(parse(args(&["--socket", "5"])).is_err());
+        assert!(parse(args(&["--bogus"])).is_err());
+    }
+}

@@ -1,0 +1,434 @@
+//! The host's side of one plugin child: start it with the checked descriptor and one end of
+//! a socketpair, take its handshake, then route its frames (results, updates, log lines,
+//! pushes) until it ends; reap it and say how it ended.
+//!
+//! The child is started, reaped and timed on the isolation runtime ([`background`]): one
+//! thread of its own,
+//! independent of whatever runtime (if any) the embedder uses, so `SessionBuilder::build`
+//! may stay synchronous and the children outlive no one's runtime. A call writes its frame
+//! itself, from the caller's thread; each child's answers are read by a thread of its own and
+//! handed back through tokio channels, which work from any runtime (see the `reader`
+//! module).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use std::os::unix::net::UnixStream;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::sync::{mpsc, oneshot};
+use xcsh_plugin_api::AgentToolResult;
+
+use super::protocol::{
+    FrameReader, FrameWriter, HostMessage, Resolution, ToolDefinition, PROTOCOL_VERSION,
+};
+use super::GRACE_PERIOD;
+use crate::load::{LoadError, LoadErrorKind};
+use crate::store::PendingActionStore;
+use crate::sys::spawn::{describe_exit, inherit_and_die_with_parent};
+use crate::tool::{CancelToken, UpdateSink};
+
+/// How long writing one frame to a child may block before the child is given up on.
+const WRITE_LIMIT: Duration = Duration::from_secs(5);
+
+/// How long a child may take to load its library and report its tools.
+const HANDSHAKE_LIMIT: Duration = Duration::from_secs(20);
+
+/// The isolation runtime: one worker thread owning children, readers, reapers and timers.
+pub(super) fn background() -> Result<&'static tokio::runtime::Runtime, String> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("xcsh-isolation")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the isolation runtime: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// What starting a child needs.
+#[derive(Clone)]
+pub(super) struct Launch {
+    pub host_binary: PathBuf,
+    /// The plugin's canonical path (messages, the child's display name).
+    pub path: PathBuf,
+    /// The checked content: the opened file, or a sealed memfd of the pinned bytes.
+    pub descriptor: Arc<File>,
+    pub cwd: PathBuf,
+    pub store: Option<Arc<PendingActionStore>>,
+}
+
+/// What the child reported at the handshake.
+pub(super) struct Hello {
+    pub api_version: String,
+    pub tools: Vec<ToolDefinition>,
+}
+
+/// How a call on a child ended.
+pub(super) enum CallEnd {
+    /// The child answered.
+    Done(Result<AgentToolResult, String>),
+    /// The child ended first; how.
+    Gone(String),
+}
+
+/// A call sent to a child.
+pub(super) struct SentCall {
+    pub number: u64,
+    pub end: oneshot::Receiver<CallEnd>,
+    /// Fires once the call ended, answered or not.
+    pub finished: CancelToken,
+}
+
+pub(super) struct CallSlot {
+    pub(super) end: oneshot::Sender<CallEnd>,
+    pub(super) updates: Option<UpdateSink>,
+    pub(super) finished: CancelToken,
+}
+
+pub(super) enum Stop {
+    /// Kill now.
+    Kill,
+}
+
+/// State the reader and the reaper share with the [`Connection`].
+#[derive(Default)]
+pub(super) struct Shared {
+    pub(super) calls: Mutex<HashMap<u64, CallSlot>>,
+    pub(super) requests: Mutex<HashMap<u64, oneshot::Sender<Result<Resolution, String>>>>,
+    /// Set once the child is gone: how it ended.
+    ended: Mutex<Option<String>>,
+    /// Why the host ended it, when it did (a timeout, a malformed frame, the session's end).
+    pub(super) stopped_by_host: Mutex<Option<String>>,
+    /// It sent something malformed: killed by the host, but counted as a crash.
+    pub(super) violated_protocol: AtomicBool,
+    /// Fires when the reader thread has routed everything the child sent.
+    pub(super) reader_done: CancelToken,
+    /// Fires once `ended` is set.
+    ended_signal: CancelToken,
+}
+
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The host's handle on one running child. Dropping the last handle shuts the child down.
+pub(super) struct Connection {
+    pub path: PathBuf,
+    outgoing: FrameWriter<UnixStream>,
+    stop: mpsc::UnboundedSender<Stop>,
+    shared: Arc<Shared>,
+    next_id: AtomicU64,
+    /// Whether the plugin already counted this child's end as a crash.
+    pub crash_noted: AtomicBool,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // The child cancels what still runs and exits; it is killed after the grace period
+        // otherwise.
+        self.outgoing.send(&HostMessage::Shutdown);
+        lock(&self.shared.stopped_by_host).get_or_insert_with(|| "the session ended".to_owned());
+        if let Ok(runtime) = background() {
+            let stop = self.stop.clone();
+            runtime.spawn(async move {
+                tokio::time::sleep(GRACE_PERIOD).await;
+                let _ = stop.send(Stop::Kill);
+            });
+        }
+    }
+}
+
+impl Connection {
+    /// Start a child and take its handshake.
+    pub(super) async fn start(launch: Launch) -> Result<(Arc<Connection>, Hello), LoadError> {
+        let fail =
+            |cause: String| LoadError::new(&launch.path, LoadErrorKind::PluginProcess { cause });
+        let (parent_end, child_end) =
+            UnixStream::pair().map_err(|e| fail(format!("socketpair: {e}")))?;
+        let writer = parent_end
+            .try_clone()
+            .map_err(|e| fail(format!("socketpair: {e}")))?;
+        // A child that stops reading must not block a caller's thread for good.
+        writer
+            .set_write_timeout(Some(WRITE_LIMIT))
+            .map_err(|e| fail(format!("socketpair: {e}")))?;
+        let socket_fd = child_end.as_raw_fd();
+        let plugin_fd = launch.descriptor.as_raw_fd();
+        let mut command = tokio::process::Command::new(&launch.host_binary);
+        command
+            .arg("--protocol")
+            .arg(PROTOCOL_VERSION.to_string())
+            .arg("--socket")
+            .arg(socket_fd.to_string())
+            .arg("--plugin-fd")
+            .arg(plugin_fd.to_string())
+            .arg("--path")
+            .arg(&launch.path)
+            .arg("--cwd")
+            .arg(&launch.cwd)
+            .env("XCSH_PLUGIN_HOST_PARENT", std::process::id().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if launch.store.is_some() {
+            command.arg("--store");
+        }
+        inherit_and_die_with_parent(&mut command, [socket_fd, plugin_fd], std::process::id());
+        let mut child = command.spawn().map_err(|e| {
+            fail(format!(
+                "cannot start {}: {e}; set {}=/path/to/{} or use in-process isolation",
+                launch.host_binary.display(),
+                super::PLUGIN_HOST_ENV,
+                super::PLUGIN_HOST_BIN
+            ))
+        })?;
+        drop(child_end);
+        let name = launch
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut output = Vec::new();
+        if let Some(out) = child.stdout.take() {
+            output.push(tokio::spawn(log_lines(out, name.clone())));
+        }
+        if let Some(err) = child.stderr.take() {
+            output.push(tokio::spawn(log_lines(err, name)));
+        }
+        let (stop, stops) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared::default());
+        let (hello_sender, hello) = oneshot::channel();
+        let connection = Arc::new_cyclic(|weak: &Weak<Connection>| {
+            let reader = super::reader::Reader {
+                frames: FrameReader::new(parent_end),
+                connection: weak.clone(),
+                shared: Arc::clone(&shared),
+                store: launch.store.clone(),
+                path: launch.path.clone(),
+                stop: stop.clone(),
+            };
+            let spawned = std::thread::Builder::new()
+                .name("xcsh-plugin-reader".to_owned())
+                .spawn(move || reader.run(hello_sender));
+            if spawned.is_err() {
+                shared.reader_done.cancel();
+            }
+            Connection {
+                path: launch.path.clone(),
+                outgoing: FrameWriter::new(writer),
+                stop,
+                shared: Arc::clone(&shared),
+                next_id: AtomicU64::new(1),
+                crash_noted: AtomicBool::new(false),
+            }
+        });
+        tokio::spawn(reap(child, stops, output, Arc::clone(&shared)));
+        let handshake = tokio::time::timeout(HANDSHAKE_LIMIT, hello).await;
+        let hello = match handshake {
+            Ok(Ok(Ok(hello))) => hello,
+            Ok(Ok(Err(kind))) => return Err(LoadError::new(&launch.path, kind)),
+            Ok(Err(_)) => {
+                // The reader ended without a handshake: the child died or spoke garbage.
+                let _ =
+                    tokio::time::timeout(HANDSHAKE_LIMIT, shared.ended_signal.cancelled()).await;
+                let cause = connection.ended().unwrap_or_else(|| "ended".to_owned());
+                return Err(fail(format!(
+                    "the plugin process {cause} while loading the plugin"
+                )));
+            }
+            Err(_) => {
+                connection.kill("it did not report its tools in time");
+                return Err(fail(format!(
+                    "the plugin process did not report its tools within {}s",
+                    HANDSHAKE_LIMIT.as_secs()
+                )));
+            }
+        };
+        Ok((connection, hello))
+    }
+
+    /// Fires once the child has ended, was reaped, and its output was logged.
+    pub(super) fn ended_signal(&self) -> CancelToken {
+        self.shared.ended_signal.clone()
+    }
+
+    /// How the child ended, once it has.
+    pub(super) fn ended(&self) -> Option<String> {
+        lock(&self.shared.ended).clone()
+    }
+
+    /// Whether the child ended or is being stopped: a new call needs a fresh child.
+    pub(super) fn is_finished(&self) -> bool {
+        self.ended().is_some() || lock(&self.shared.stopped_by_host).is_some()
+    }
+
+    /// Whether the host ended the child for a reason of its own (then its end is not a
+    /// crash; a child killed for a malformed message did crash).
+    pub(super) fn stopped_by_host(&self) -> bool {
+        lock(&self.shared.stopped_by_host).is_some()
+            && !self.shared.violated_protocol.load(Ordering::SeqCst)
+    }
+
+    /// Kill the child now; `why` is recorded so its end is not counted as a crash.
+    pub(super) fn kill(&self, why: &str) {
+        lock(&self.shared.stopped_by_host).get_or_insert_with(|| why.to_owned());
+        let _ = self.stop.send(Stop::Kill);
+    }
+
+    /// Send a message; `false` once the child is gone.
+    pub(super) fn send(&self, message: HostMessage) -> bool {
+        match self.outgoing.try_send(&message) {
+            Ok(()) => true,
+            Err(error) => {
+                // A write that timed out: the child is alive but stopped reading. (Any other
+                // failure means it is gone, which the reaper reports.)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) {
+                    self.kill("it stopped reading its socket");
+                }
+                false
+            }
+        }
+    }
+
+    /// Start a call of `tool`.
+    pub(super) fn call(
+        &self,
+        tool: &str,
+        tool_call_id: String,
+        arguments: Value,
+        updates: Option<UpdateSink>,
+    ) -> Result<SentCall, String> {
+        let number = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (sender, end) = oneshot::channel();
+        let finished = CancelToken::new();
+        {
+            // Under the lock that the reaper takes to fail every call: a call is either seen
+            // by the reaper or sees the child's end here.
+            let mut calls = lock(&self.shared.calls);
+            if let Some(cause) = self.ended() {
+                return Err(cause);
+            }
+            calls.insert(
+                number,
+                CallSlot {
+                    end: sender,
+                    updates,
+                    finished: finished.clone(),
+                },
+            );
+        }
+        // When this fails, the reaper fails the call with how the child ended.
+        self.send(HostMessage::Execute {
+            call: number,
+            tool: tool.to_owned(),
+            tool_call_id,
+            arguments,
+        });
+        Ok(SentCall {
+            number,
+            end,
+            finished,
+        })
+    }
+
+    /// Send an apply or reject (`message` gets the request number) and wait for its answer;
+    /// `Err` says how the child ended when it did first.
+    pub(super) async fn resolve(
+        &self,
+        message: impl FnOnce(u64) -> HostMessage,
+    ) -> Result<Resolution, String> {
+        let request = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (sender, answer) = oneshot::channel();
+        {
+            let mut requests = lock(&self.shared.requests);
+            if let Some(cause) = self.ended() {
+                return Err(cause);
+            }
+            requests.insert(request, sender);
+        }
+        self.send(message(request));
+        match answer.await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(self.ended().unwrap_or_else(|| "ended".to_owned())),
+        }
+    }
+}
+
+/// Log each line a child writes to stdout or stderr, prefixed with the plugin's name.
+async fn log_lines(stream: impl AsyncRead + Unpin, name: String) {
+    let mut lines = BufReader::new(stream).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::warn!(target: "xcsh_plugin", "[{name}] {line}");
+    }
+}
+
+/// Wait for the child to end (killing it when asked), reap it, then fail whatever still
+/// waited on it with how it ended.
+async fn reap(
+    mut child: tokio::process::Child,
+    mut stops: mpsc::UnboundedReceiver<Stop>,
+    output: Vec<tokio::task::JoinHandle<()>>,
+    shared: Arc<Shared>,
+) {
+    let status = tokio::select! {
+        status = child.wait() => status,
+        Some(Stop::Kill) = stops.recv() => {
+            let _ = child.start_kill();
+            child.wait().await
+        }
+    };
+    // Frames the child sent before it ended (a `Done`, a `Push`) are routed first, and what
+    // it printed is logged (unless a process it started keeps its pipes open).
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        shared.reader_done.cancelled().await;
+        for pump in output {
+            let _ = pump.await;
+        }
+    })
+    .await;
+    finish(&shared, status);
+}
+
+fn finish(shared: &Shared, status: std::io::Result<std::process::ExitStatus>) {
+    let how = match status {
+        Ok(status) => describe_exit(status),
+        Err(error) => format!("could not be waited for ({error})"),
+    };
+    let cause = match lock(&shared.stopped_by_host).clone() {
+        Some(why) => format!("{how}: {why}"),
+        None => how,
+    };
+    let calls: Vec<CallSlot> = {
+        let mut calls = lock(&shared.calls);
+        *lock(&shared.ended) = Some(cause.clone());
+        calls.drain().map(|(_, slot)| slot).collect()
+    };
+    shared.ended_signal.cancel();
+    for slot in calls {
+        let _ = slot.end.send(CallEnd::Gone(cause.clone()));
+        slot.finished.cancel();
+    }
+    let requests: Vec<_> = {
+        let mut requests = lock(&shared.requests);
+        requests.drain().map(|(_, sender)| sender).collect()
+    };
+    for sender in requests {
+        let _ = sender.send(Err(cause.clone()));
+    }
+}

@@ -1,0 +1,288 @@
+//! One isolated plugin library in one session: its tools as the session sees them, the child
+//! that currently runs it, and its crash record.
+//!
+//! A child that dies makes the running calls tool errors naming the plugin file, the tool and
+//! the cause; the next call starts a fresh child from the same checked descriptor. Three
+//! crashes within a minute disable the plugin for the session.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use xcsh_plugin_api::AgentToolResult;
+
+use super::connection::{background, CallEnd, Connection, Hello, Launch};
+use super::protocol::HostMessage;
+use super::GRACE_PERIOD;
+use crate::load::open::still_as_checked;
+use crate::load::{CheckedFile, LoadError, LoadErrorKind};
+use crate::messages::{plugin_crashed, plugin_disabled, PLUGIN_PROCESS_STOPPED};
+use crate::store::{BoxFuture, PendingActionStore};
+use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec};
+
+/// Crashes within this window count towards disabling a plugin.
+const CRASH_WINDOW: Duration = Duration::from_secs(60);
+/// This many crashes within [`CRASH_WINDOW`] disable the plugin for the session.
+const CRASH_LIMIT: usize = 3;
+
+/// A child being started at build time; [`Starting::finish`] waits for its handshake.
+pub(crate) struct Starting {
+    launch: Launch,
+    /// Checked again once the child mapped it (see [`still_as_checked`]).
+    file: CheckedFile,
+    answer: std::sync::mpsc::Receiver<Result<(Arc<Connection>, Hello), LoadError>>,
+}
+
+/// Start a child for the checked `descriptor` of `path` on the isolation runtime, without
+/// waiting for it (so a session's children start in parallel).
+pub(crate) fn start(
+    host_binary: PathBuf,
+    file: &CheckedFile,
+    descriptor: File,
+    cwd: &Path,
+    store: Option<Arc<PendingActionStore>>,
+) -> Result<Starting, LoadError> {
+    let path = file.path();
+    let runtime = background()
+        .map_err(|cause| LoadError::new(path, LoadErrorKind::PluginProcess { cause }))?;
+    let launch = Launch {
+        host_binary,
+        path: path.to_owned(),
+        descriptor: Arc::new(descriptor),
+        cwd: cwd.to_owned(),
+        store,
+    };
+    let (sender, answer) = std::sync::mpsc::channel();
+    let starting = launch.clone();
+    runtime.spawn(async move {
+        let _ = sender.send(Connection::start(starting).await);
+    });
+    Ok(Starting {
+        launch,
+        file: file.clone(),
+        answer,
+    })
+}
+
+impl Starting {
+    /// The plugin's canonical path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.launch.path
+    }
+
+    /// Wait for the handshake; the plugin's API version and its tools.
+    pub(crate) fn finish(self) -> Result<(String, Vec<IsolatedTool>), LoadError> {
+        let path = self.launch.path.clone();
+        let (connection, hello) = self.answer.recv().map_err(|_| {
+            LoadError::new(
+                &path,
+                LoadErrorKind::PluginProcess {
+                    cause: "the isolation runtime stopped".to_owned(),
+                },
+            )
+        })??;
+        if !still_as_checked(&self.file) {
+            drop(connection);
+            return Err(LoadError::new(&path, LoadErrorKind::ChangedWhileLoading));
+        }
+        let current_ended = Arc::new(Mutex::new(Some(connection.ended_signal())));
+        let plugin = Arc::new(IsolatedPlugin {
+            launch: self.launch,
+            current_ended,
+            current: tokio::sync::Mutex::new(Some(connection)),
+            crashes: Mutex::new(Vec::new()),
+            running: Mutex::new(HashMap::new()),
+        });
+        let tools = hello
+            .tools
+            .into_iter()
+            .map(|def| IsolatedTool {
+                spec: ToolSpec {
+                    name: def.name,
+                    label: def.label,
+                    description: def.description,
+                    parameters: def.parameters,
+                    hidden: def.hidden,
+                    deferrable: def.deferrable,
+                    hints: def.hints.into(),
+                    origin: ToolOrigin::Plugin(path.clone()),
+                },
+                plugin: Arc::clone(&plugin),
+            })
+            .collect();
+        Ok((hello.api_version, tools))
+    }
+}
+
+/// Waits until an isolated plugin's current process has exited and its output was logged.
+#[derive(Clone)]
+pub(crate) struct ChildrenGone {
+    plugin: std::sync::Weak<IsolatedPlugin>,
+    current: Arc<Mutex<Option<CancelToken>>>,
+}
+
+impl ChildrenGone {
+    /// Once the plugin (its tools, its session) is gone: wait for its last process to end.
+    pub(crate) async fn wait(self) {
+        let limit = GRACE_PERIOD + Duration::from_secs(2);
+        let _ = tokio::time::timeout(limit, async {
+            while self.plugin.strong_count() > 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let ended = lock(&self.current).clone();
+            if let Some(ended) = ended {
+                ended.cancelled().await;
+            }
+        })
+        .await;
+    }
+}
+
+/// A call in flight, by tool-call id: its child, its number there, and when it ended.
+type RunningCall = (Arc<Connection>, u64, CancelToken);
+
+struct IsolatedPlugin {
+    launch: Launch,
+    /// Fires when the current process has ended and its output was logged.
+    current_ended: Arc<Mutex<Option<CancelToken>>>,
+    current: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    crashes: Mutex<Vec<Instant>>,
+    running: Mutex<HashMap<String, RunningCall>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl IsolatedPlugin {
+    /// Count `connection`'s end as a crash unless the host stopped it or it was counted;
+    /// returns whether the plugin is now disabled.
+    fn note_end(&self, connection: &Connection) -> bool {
+        let counts = connection.ended().is_some()
+            && !connection.stopped_by_host()
+            && !connection
+                .crash_noted
+                .swap(true, std::sync::atomic::Ordering::SeqCst);
+        let mut crashes = lock(&self.crashes);
+        if counts {
+            crashes.push(Instant::now());
+        }
+        crashes.retain(|at| at.elapsed() < CRASH_WINDOW);
+        crashes.len() >= CRASH_LIMIT
+    }
+
+    fn disabled(&self) -> bool {
+        lock(&self.crashes).len() >= CRASH_LIMIT
+            && lock(&self.crashes)
+                .iter()
+                .all(|at| at.elapsed() < CRASH_WINDOW)
+    }
+
+    /// The running child, or a fresh one when the last one ended.
+    async fn connection(&self) -> Result<Arc<Connection>, String> {
+        let mut current = self.current.lock().await;
+        if let Some(connection) = current.as_ref() {
+            if !connection.is_finished() {
+                return Ok(Arc::clone(connection));
+            }
+            // Wait for the reaper, so the crash (if it was one) is counted.
+            let ended = connection.ended_signal();
+            let _ = tokio::time::timeout(Duration::from_secs(2), ended.cancelled()).await;
+            if self.note_end(connection) {
+                return Err(plugin_disabled(&self.launch.path));
+            }
+            *current = None;
+        }
+        if self.disabled() {
+            return Err(plugin_disabled(&self.launch.path));
+        }
+        let runtime = background()?;
+        let launch = self.launch.clone();
+        let started = runtime
+            .spawn(Connection::start(launch))
+            .await
+            .map_err(|e| e.to_string())?;
+        let (connection, _hello) = started.map_err(|error| error.to_string())?;
+        *lock(&self.current_ended) = Some(connection.ended_signal());
+        *current = Some(Arc::clone(&connection));
+        Ok(connection)
+    }
+
+    /// The error of a call whose child ended: the crash, and whether it disabled the plugin.
+    fn crash_error(&self, connection: &Connection, tool: &str, cause: &str) -> ToolError {
+        let mut message = plugin_crashed(&self.launch.path, tool, cause);
+        if self.note_end(connection) {
+            message = format!("{message}. {}", plugin_disabled(&self.launch.path));
+        }
+        ToolError::new(message)
+    }
+}
+
+/// A tool of an isolated plugin, as the session runs it.
+pub(crate) struct IsolatedTool {
+    spec: ToolSpec,
+    plugin: Arc<IsolatedPlugin>,
+}
+
+impl IsolatedTool {
+    /// What [`crate::Session::close`] waits on for this tool's plugin.
+    pub(crate) fn children_gone(&self) -> ChildrenGone {
+        ChildrenGone {
+            plugin: Arc::downgrade(&self.plugin),
+            current: Arc::clone(&self.plugin.current_ended),
+        }
+    }
+}
+
+impl Tool for IsolatedTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn execute(
+        &self,
+        tool_call_id: String,
+        arguments: Value,
+        ctx: CallContext,
+    ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+        let plugin = Arc::clone(&self.plugin);
+        let tool = self.spec.name.clone();
+        Box::pin(async move {
+            let connection = plugin.connection().await.map_err(ToolError::new)?;
+            let sent = connection
+                .call(&tool, tool_call_id.clone(), arguments, ctx.updates.clone())
+                .map_err(|cause| plugin.crash_error(&connection, &tool, &cause))?;
+            lock(&plugin.running).insert(
+                tool_call_id.clone(),
+                (Arc::clone(&connection), sent.number, sent.finished.clone()),
+            );
+            let end = sent.end.await;
+            lock(&plugin.running).remove(&tool_call_id);
+            match end {
+                Ok(CallEnd::Done(Ok(result))) => Ok(result),
+                Ok(CallEnd::Done(Err(message))) => Err(ToolError::new(message)),
+                Ok(CallEnd::Gone(cause)) => Err(plugin.crash_error(&connection, &tool, &cause)),
+                Err(_) => Err(plugin.crash_error(&connection, &tool, "ended")),
+            }
+        })
+    }
+
+    fn interrupted(&self, tool_call_id: &str) -> BoxFuture<Option<String>> {
+        let running = lock(&self.plugin.running).remove(tool_call_id);
+        Box::pin(async move {
+            let (connection, call, finished) = running?;
+            connection.send(HostMessage::Cancel { call });
+            if tokio::time::timeout(GRACE_PERIOD, finished.cancelled())
+                .await
+                .is_ok()
+            {
+                return None;
+            }
+            connection.kill("a call was interrupted and did not end within the grace period");
+            Some(PLUGIN_PROCESS_STOPPED.to_owned())
+        })
+    }
+}

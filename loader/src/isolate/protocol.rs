@@ -1,0 +1,294 @@
+//! The messages a host and its plugin child exchange over their socketpair, and the framing:
+//! each message is one `serde_json` document in a length-delimited frame
+//! (`tokio_util::codec::LengthDelimitedCodec`, 4-byte big-endian length).
+//!
+//! The child is plugin code, so nothing it sends is trusted: a frame over [`MAX_FRAME`] or a
+//! message that does not parse ends the connection, and the host treats the child as crashed.
+//!
+//! Both sides use blocking sockets on threads of their own ([`FrameReader`], [`FrameWriter`]):
+//! a call's round trip then wakes as few threads as possible (the caller writes its own
+//! frame; one reader thread on each side).
+
+use std::io::{Read, Write};
+use std::sync::Mutex;
+
+use bytes::BytesMut;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
+use xcsh_plugin_api::AgentToolResult;
+
+use crate::load::LoadErrorKind;
+
+/// The version of these messages. The host passes it to the child (`--protocol N`), which
+/// refuses to serve a host of another version: `xcsh-plugin-host` must come from the same
+/// build as the loader.
+pub(crate) const PROTOCOL_VERSION: u32 = 1;
+
+/// The largest frame either side accepts (a 50 MiB result still fits, with JSON escaping).
+pub(crate) const MAX_FRAME: usize = 256 * 1024 * 1024;
+
+/// The codec of both directions.
+pub(crate) fn codec() -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .max_frame_length(MAX_FRAME)
+        .new_codec()
+}
+
+/// One tool's static description, as the child reports it at the handshake.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ToolDefinition {
+    pub name: String,
+    pub label: String,
+    pub description: String,
+    pub parameters: Value,
+    pub hidden: bool,
+    pub deferrable: bool,
+    /// The tool's behaviour hints (each absent when the tool gives none).
+    #[serde(default)]
+    pub hints: Hints,
+}
+
+/// A tool's behaviour hints on the wire (see `ToolHints`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub(crate) struct Hints {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+impl From<crate::tool::ToolHints> for Hints {
+    fn from(hints: crate::tool::ToolHints) -> Self {
+        Hints {
+            read_only: hints.read_only,
+            destructive: hints.destructive,
+            idempotent: hints.idempotent,
+            open_world: hints.open_world,
+        }
+    }
+}
+
+impl From<Hints> for crate::tool::ToolHints {
+    fn from(hints: Hints) -> Self {
+        crate::tool::ToolHints {
+            read_only: hints.read_only,
+            destructive: hints.destructive,
+            idempotent: hints.idempotent,
+            open_world: hints.open_world,
+        }
+    }
+}
+
+/// Host → child.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum HostMessage {
+    /// Run `tool`; the answer is a [`ChildMessage::Done`] with the same `call`.
+    Execute {
+        call: u64,
+        tool: String,
+        tool_call_id: String,
+        arguments: Value,
+    },
+    /// The call was cancelled: `is_cancelled()` turns true and its future is dropped.
+    Cancel { call: u64 },
+    /// Apply the pending action `action`; answered by [`ChildMessage::Resolved`].
+    Apply {
+        request: u64,
+        action: u64,
+        reason: String,
+    },
+    /// Reject the pending action `action`; answered by [`ChildMessage::Resolved`].
+    Reject {
+        request: u64,
+        action: u64,
+        reason: String,
+    },
+    /// The host dropped the unresolved action `action` (a cleared store, an ended session).
+    DropAction { action: u64 },
+    /// The session ended: cancel everything and exit.
+    Shutdown,
+}
+
+/// How an `apply` or `reject` ended in the child.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum Resolution {
+    Applied { result: AgentToolResult },
+    Rejected { result: Option<AgentToolResult> },
+    Failed { message: String },
+}
+
+/// Child → host.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum ChildMessage {
+    /// The library loaded and its factory ran: its API version and tools.
+    Hello {
+        api_version: String,
+        tools: Vec<ToolDefinition>,
+    },
+    /// The library did not load, or its factory failed; the child exits next.
+    LoadFailed { kind: LoadErrorKind },
+    /// A partial result of a running call.
+    Update { call: u64, result: AgentToolResult },
+    /// A line for the host's log.
+    Log { level: LogLevel, message: String },
+    /// The plugin pushed a pending action; it lives in the child under `action`. Sent before
+    /// the `Done` of the call that pushed it.
+    Push {
+        action: u64,
+        label: String,
+        source_tool_name: String,
+        details: Option<Value>,
+        has_reject: bool,
+    },
+    /// A call ended.
+    Done {
+        call: u64,
+        outcome: Result<AgentToolResult, String>,
+    },
+    /// An `apply` or `reject` ended.
+    Resolved {
+        request: u64,
+        resolution: Resolution,
+    },
+}
+
+/// Severity of a [`ChildMessage::Log`] line.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// Reads whole frames from a blocking stream.
+pub(crate) struct FrameReader<R> {
+    stream: R,
+    buffer: BytesMut,
+    codec: LengthDelimitedCodec,
+}
+
+/// Why [`FrameReader::next`] gave no message.
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    /// The other side closed the stream (or it failed).
+    Closed,
+    /// An oversized frame, or one that is not a message: the other side is not trusted.
+    Malformed(String),
+}
+
+impl<R: Read> FrameReader<R> {
+    pub(crate) fn new(stream: R) -> Self {
+        Self {
+            stream,
+            buffer: BytesMut::with_capacity(64 * 1024),
+            codec: codec(),
+        }
+    }
+
+    /// The next message, blocking until it is complete.
+    pub(crate) fn next<T: DeserializeOwned>(&mut self) -> Result<T, ReadError> {
+        loop {
+            match self.codec.decode(&mut self.buffer) {
+                Ok(Some(frame)) => {
+                    return serde_json::from_slice(&frame)
+                        .map_err(|e| ReadError::Malformed(e.to_string()))
+                }
+                Ok(None) => {}
+                Err(error) => return Err(ReadError::Malformed(error.to_string())),
+            }
+            let start = self.buffer.len();
+            self.buffer.resize(start + 64 * 1024, 0);
+            let read = loop {
+                match self.stream.read(&mut self.buffer[start..]) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    other => break other,
+                }
+            };
+            match read {
+                Ok(0) | Err(_) => return Err(ReadError::Closed),
+                Ok(n) => self.buffer.truncate(start + n),
+            }
+        }
+    }
+}
+
+/// Writes whole frames to a blocking stream, one writer at a time.
+pub(crate) struct FrameWriter<W> {
+    stream: Mutex<W>,
+}
+
+impl<W: Write> FrameWriter<W> {
+    pub(crate) fn new(stream: W) -> Self {
+        Self {
+            stream: Mutex::new(stream),
+        }
+    }
+
+    /// Send one message; `false` once the other side is gone (see [`Self::try_send`]).
+    pub(crate) fn send<T: Serialize>(&self, message: &T) -> bool {
+        self.try_send(message).is_ok()
+    }
+
+    /// Send one message, or say why it could not be written.
+    pub(crate) fn try_send<T: Serialize>(&self, message: &T) -> std::io::Result<()> {
+        let json = serde_json::to_vec(message)?;
+        let mut frame = BytesMut::with_capacity(json.len() + 4);
+        codec().encode(bytes::Bytes::from(json), &mut frame)?;
+        let mut stream = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+        stream.write_all(&frame)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn messages_round_trip_as_json() {
+        let message = ChildMessage::Done {
+            call: 7,
+            outcome: Ok(AgentToolResult::text("hi")),
+        };
+        let mut wire = Vec::new();
+        assert!(FrameWriter::new(&mut wire).send(&message));
+        assert!(FrameWriter::new(&mut wire).send(&HostMessage::Shutdown));
+        let mut reader = FrameReader::new(wire.as_slice());
+        let back: ChildMessage = reader.next().unwrap();
+        assert!(
+            matches!(back, ChildMessage::Done { call: 7, outcome: Ok(r) } if r.joined_text() == "hi")
+        );
+        assert!(matches!(
+            reader.next::<HostMessage>(),
+            Ok(HostMessage::Shutdown)
+        ));
+        assert!(matches!(
+            reader.next::<HostMessage>(),
+            Err(ReadError::Closed)
+        ));
+    }
+
+    #[test]
+    fn garbage_and_oversized_frames_are_malformed() {
+        let mut wire = vec![0, 0, 0, 4];
+        wire.extend_from_slice(b"nope");
+        let mut reader = FrameReader::new(wire.as_slice());
+        assert!(matches!(
+            reader.next::<HostMessage>(),
+            Err(ReadError::Malformed(_))
+        ));
+        let huge = [0xff_u8, 0xff, 0xff, 0xff, b'x'];
+        let mut reader = FrameReader::new(&huge[..]);
+        assert!(matches!(
+            reader.next::<HostMessage>(),
+            Err(ReadError::Malformed(_))
+        ));
+    }
+}

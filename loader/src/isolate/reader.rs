@@ -1,0 +1,133 @@
+//! The reading end of one plugin child's socket: a thread of its own, blocking on the
+//! socket, that takes the handshake, then routes every answer (results, partial updates,
+//! pushes, log lines) to whoever waits for it, until the child closes the socket or sends
+//! something malformed (then the child is killed and counts as crashed).
+
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::connection::{lock, CallEnd, Connection, Hello, Shared, Stop};
+use super::protocol::{ChildMessage, FrameReader, LogLevel, ReadError};
+use crate::load::LoadErrorKind;
+use crate::store::PendingActionStore;
+
+/// A plugin's log line, as in-process plugins log them.
+pub(super) fn log_line(path: &std::path::Path, level: LogLevel, message: &str) {
+    let plugin = path.display();
+    match level {
+        LogLevel::Debug => tracing::debug!(target: "xcsh_plugin", %plugin, "{message}"),
+        LogLevel::Info => tracing::info!(target: "xcsh_plugin", %plugin, "{message}"),
+        LogLevel::Warn => tracing::warn!(target: "xcsh_plugin", %plugin, "{message}"),
+        LogLevel::Error => tracing::error!(target: "xcsh_plugin", %plugin, "{message}"),
+    }
+}
+
+/// The reading end of one child's socket, on a thread of its own (blocking reads): routes
+/// results, updates, pushes and log lines until the child closes the socket or sends
+/// something malformed.
+pub(super) struct Reader {
+    pub(super) frames: FrameReader<UnixStream>,
+    pub(super) connection: Weak<Connection>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) store: Option<Arc<PendingActionStore>>,
+    pub(super) path: PathBuf,
+    pub(super) stop: mpsc::UnboundedSender<Stop>,
+}
+
+/// What the handshake gives: the tools, or the load error the child reported.
+pub(super) type Handshake = Result<Hello, LoadErrorKind>;
+
+impl Reader {
+    pub(super) fn run(mut self, hello: oneshot::Sender<Handshake>) {
+        let mut hello = Some(hello);
+        loop {
+            let message = match self.frames.next::<ChildMessage>() {
+                Ok(message) => message,
+                Err(ReadError::Closed) => break,
+                Err(ReadError::Malformed(error)) => {
+                    self.violation(&format!("sent a malformed or oversized message ({error})"));
+                    break;
+                }
+            };
+            match (message, hello.take()) {
+                (ChildMessage::Log { level, message }, waiting) => {
+                    log_line(&self.path, level, &message);
+                    hello = waiting;
+                }
+                (ChildMessage::Hello { api_version, tools }, Some(sender)) => {
+                    let _ = sender.send(Ok(Hello { api_version, tools }));
+                }
+                (ChildMessage::LoadFailed { kind }, Some(sender)) => {
+                    let _ = sender.send(Err(kind));
+                }
+                (_, Some(_))
+                | (ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. }, None) => {
+                    self.violation("broke the handshake");
+                    break;
+                }
+                (message, None) => self.route(message),
+            }
+        }
+        self.shared.reader_done.cancel();
+    }
+
+    fn violation(&self, why: &str) {
+        tracing::warn!(plugin = %self.path.display(), "plugin process {why}; killing it");
+        self.shared.violated_protocol.store(true, Ordering::SeqCst);
+        lock(&self.shared.stopped_by_host).get_or_insert_with(|| why.to_owned());
+        let _ = self.stop.send(Stop::Kill);
+    }
+
+    fn route(&self, message: ChildMessage) {
+        let shared = &self.shared;
+        match message {
+            ChildMessage::Done { call, outcome } => {
+                if let Some(slot) = lock(&shared.calls).remove(&call) {
+                    let _ = slot.end.send(CallEnd::Done(outcome));
+                    slot.finished.cancel();
+                }
+            }
+            ChildMessage::Update { call, result } => {
+                let updates = lock(&shared.calls)
+                    .get(&call)
+                    .and_then(|s| s.updates.clone());
+                if let Some(updates) = updates {
+                    updates(result);
+                }
+            }
+            ChildMessage::Resolved {
+                request,
+                resolution,
+            } => {
+                if let Some(sender) = lock(&shared.requests).remove(&request) {
+                    let _ = sender.send(Ok(resolution));
+                }
+            }
+            ChildMessage::Push {
+                action,
+                label,
+                source_tool_name,
+                details,
+                has_reject,
+            } => {
+                // The child only sends pushes when the session has a store.
+                if let (Some(store), Some(connection)) = (&self.store, self.connection.upgrade()) {
+                    store.push(super::proxy::proxy_action(
+                        connection,
+                        action,
+                        label,
+                        source_tool_name,
+                        details,
+                        has_reject,
+                    ));
+                }
+            }
+            ChildMessage::Log { level, message } => log_line(&self.path, level, &message),
+            ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. } => {}
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! Starting a plugin child (`xcsh-plugin-host`) so that it inherits exactly the descriptors it
+//! needs and dies with its parent, and naming how a child ended.
+
+use std::os::fd::{BorrowedFd, RawFd};
+
+use rustix::io::FdFlags;
+use rustix::process::Signal;
+
+/// Prepare `command` so that the child is in a process group of its own and, between `fork`
+/// and `exec`: the descriptors in `inherit` lose close-on-exec (everything else of ours keeps
+/// it and is closed by `exec`),
+/// the child is sent `SIGKILL` when its parent dies, and it exits at once if its parent is
+/// already no longer `parent` (it died before the death signal was armed).
+pub(crate) fn inherit_and_die_with_parent(
+    command: &mut tokio::process::Command,
+    inherit: [RawFd; 2],
+    parent: u32,
+) {
+    let hook = move || -> std::io::Result<()> {
+        for raw in inherit {
+            // SAFETY: `raw` is a descriptor the parent owns and keeps open across the spawn
+            // (the caller holds it until `spawn` returns), so it is open in the forked child.
+            let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+            rustix::io::fcntl_setfd(fd, FdFlags::empty())?;
+        }
+        rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+        let still_ours = rustix::process::getppid()
+            .is_some_and(|pid| u32::try_from(pid.as_raw_nonzero().get()) == Ok(parent));
+        if !still_ours {
+            return Err(std::io::Error::other(
+                "the parent exited before the child started",
+            ));
+        }
+        Ok(())
+    };
+    // A process group of its own: a Ctrl-C at the host's terminal goes to the host, which
+    // rejects what is pending (that needs the child alive) and then stops the child itself.
+    command.process_group(0);
+    // SAFETY: the hook runs in the forked child before `exec`, where only async-signal-safe
+    // calls are allowed. It makes three raw syscalls through rustix (`fcntl(F_SETFD)`,
+    // `prctl(PR_SET_PDEATHSIG)`, `getppid`), which take no locks and allocate nothing;
+    // `std::io::Error::other` on the error path allocates, but std documents that an error
+    // returned from `pre_exec` is only reported, and glibc's malloc is fork-safe for the
+    // forking thread's own use. No state shared with the parent is touched.
+    unsafe {
+        command.pre_exec(hook);
+    }
+}
+
+/// Whether this process's parent is still `parent` (the child's own check at start).
+pub(crate) fn parent_is(parent: u32) -> bool {
+    rustix::process::getppid()
+        .is_some_and(|pid| u32::try_from(pid.as_raw_nonzero().get()) == Ok(parent))
+}
+
+/// Mark `fd` close-on-exec again (the child does it for the descriptors it inherited, so a
+/// process the plugin starts does not inherit them).
+pub(crate) fn set_cloexec(fd: BorrowedFd<'_>) -> std::io::Result<()> {
+    Ok(rustix::io::fcntl_setfd(fd, FdFlags::CLOEXEC)?)
+}
+
+/// Arm the death signal in the child itself too (harmless if `pre_exec` already did).
+pub(crate) fn die_with_parent() -> std::io::Result<()> {
+    Ok(rustix::process::set_parent_process_death_signal(Some(
+        Signal::KILL,
+    ))?)
+}
+
+/// How a child ended, for messages: `killed by SIGSEGV`, `exited with status 7`.
+pub(crate) fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(signal) = status.signal() {
+        let name = match signal {
+            4 => "SIGILL",
+            5 => "SIGTRAP",
+            6 => "SIGABRT",
+            7 => "SIGBUS",
+            8 => "SIGFPE",
+            9 => "SIGKILL",
+            11 => "SIGSEGV",
+            13 => "SIGPIPE",
+            15 => "SIGTERM",
+            _ => return format!("killed by signal {signal}"),
+        };
+        return format!("killed by {name}");
+    }
+    match status.code() {
+        Some(code) => format!("exited with status {code}"),
+        None => "ended".to_owned(),
+    }
+}
+
+/// Take ownership of descriptor `raw`, inherited from the parent that started this process
+/// (`xcsh-plugin-host --socket N --plugin-fd M`), and make it close-on-exec again.
+pub(crate) fn take_inherited(raw: RawFd) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    if raw < 3 {
+        return Err(std::io::Error::other(format!(
+            "descriptor {raw} is a standard stream"
+        )));
+    }
+    // SAFETY: only used to check that `raw` is open before taking it; the borrow ends before
+    // the descriptor is owned below.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(raw) };
+    rustix::io::fcntl_getfd(borrowed)?;
+    set_cloexec(borrowed)?;
+    // SAFETY: `raw` is open (checked above) and was inherited from the parent for this very
+    // use; the child's startup takes each inherited number exactly once, before any other
+    // code of this process could have opened (and so own) a descriptor with that number.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) })
+}

@@ -1,0 +1,203 @@
+//! Test fixture: the faults of issue 13, which no panic guard can contain. In a host that
+//! loads this in-process, most of these tools kill the host: only load it under process
+//! isolation (or call only `ping`, `print`, `sleep`, `spin` and `wait_for_cancel` in-process).
+
+use std::time::{Duration, Instant};
+
+use xcsh_plugin_api::{
+    export_plugin, json, AgentToolResult, CustomTool, CustomToolApi, CustomToolPendingAction,
+    PluginError, ToolContext, ToolSet, Value,
+};
+
+#[derive(Clone, Copy)]
+enum Fault {
+    /// Answers `pong`: the "next call works" check and the benchmarks' trivial tool.
+    Ping,
+    /// The process id the tool runs in.
+    Pid,
+    Segfault,
+    Abort,
+    StackOverflow,
+    Exit,
+    /// Returns, then a thread aborts the process 300 ms later.
+    AbortLater,
+    /// `std::thread::sleep` for an hour.
+    Sleep,
+    /// A busy loop that never looks at cancellation.
+    Spin,
+    /// Spins until `ctx.is_cancelled()`, then says so.
+    WaitForCancel,
+    /// Prints to stdout and stderr.
+    Print,
+    /// Pushes a pending action whose apply writes `applied.txt` in the cwd.
+    Preview,
+    /// Writes a frame header announcing 4 GiB, then garbage, to every socket of its process
+    /// (under process isolation: the protocol socket).
+    Garble,
+}
+
+struct CrashTool {
+    name: &'static str,
+    fault: Fault,
+    api: CustomToolApi,
+}
+
+/// Overflows the stack, on purpose.
+#[inline(never)]
+#[allow(unconditional_recursion)]
+fn recurse(depth: u64) -> u64 {
+    let buffer = std::hint::black_box([depth; 64]);
+    recurse(depth + 1) + buffer[3]
+}
+
+impl CustomTool for CrashTool {
+    type Params = Value;
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn label(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "A tool that takes its process down, blocks, or prints"
+    }
+    fn parameters_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn deferrable(&self) -> bool {
+        matches!(self.fault, Fault::Preview)
+    }
+    async fn execute(
+        &self,
+        _id: String,
+        _params: Value,
+        ctx: ToolContext,
+    ) -> Result<AgentToolResult, PluginError> {
+        match self.fault {
+            Fault::Ping => Ok(AgentToolResult::text("pong")),
+            Fault::Pid => Ok(AgentToolResult::text(std::process::id().to_string())),
+            Fault::Segfault => {
+                let bad = std::ptr::null_mut::<u8>().wrapping_add(16);
+                // SAFETY: it is not safe, on purpose: this tool exists to write through a bad
+                // pointer and be killed by SIGSEGV.
+                unsafe { std::ptr::write_volatile(bad, 1) };
+                Ok(AgentToolResult::text("survived a bad write"))
+            }
+            Fault::Abort => std::process::abort(),
+            Fault::StackOverflow => Ok(AgentToolResult::text(recurse(0).to_string())),
+            Fault::Exit => std::process::exit(7),
+            Fault::AbortLater => {
+                std::thread::spawn(|| {
+                    std::thread::sleep(Duration::from_millis(300));
+                    std::process::abort();
+                });
+                Ok(AgentToolResult::text("returned; aborting in 300 ms"))
+            }
+            Fault::Sleep => {
+                std::thread::sleep(Duration::from_secs(3600));
+                Ok(AgentToolResult::text("woke up"))
+            }
+            Fault::Spin => {
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_secs(3600) {
+                    std::hint::spin_loop();
+                }
+                Ok(AgentToolResult::text("spun for an hour"))
+            }
+            Fault::WaitForCancel => {
+                let start = Instant::now();
+                while !ctx.is_cancelled() {
+                    if start.elapsed() > Duration::from_secs(60) {
+                        return Ok(AgentToolResult::text("never cancelled"));
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(PluginError::new("saw the cancellation"))
+            }
+            Fault::Print => {
+                println!("crash fixture says hello on stdout");
+                eprintln!("crash fixture says hello on stderr");
+                Ok(AgentToolResult::text("printed"))
+            }
+            Fault::Garble => {
+                let garbled = garble_sockets();
+                Ok(AgentToolResult::text(format!(
+                    "garbled {garbled} socket(s)"
+                )))
+            }
+            Fault::Preview => {
+                let target = self.api.resolve_path("applied.txt");
+                self.api.push_pending_action(
+                    CustomToolPendingAction::new("Crash: write applied.txt", move |reason| {
+                        let target = target.clone();
+                        async move {
+                            std::fs::write(&target, reason)
+                                .map_err(|e| PluginError::new(e.to_string()))?;
+                            Ok(AgentToolResult::text("wrote applied.txt"))
+                        }
+                    })
+                    .with_source_tool_name("crash_preview"),
+                )?;
+                Ok(AgentToolResult::text("previewed"))
+            }
+        }
+    }
+}
+
+/// Write garbage to every socket descriptor of this process; how many there were.
+fn garble_sockets() -> usize {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    let mut garbled = 0;
+    for entry in entries.flatten() {
+        let is_socket = std::fs::read_link(entry.path())
+            .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"));
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if is_socket {
+            // SAFETY: `fd` is open (listed just now) and stays open: the `File` is never
+            // dropped, so it is never closed here. Writing garbage to it is the point.
+            let mut socket = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+            let _ = socket.write_all(b"\xff\xff\xff\xffnot a frame");
+            garbled += 1;
+        }
+    }
+    garbled
+}
+
+fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
+    let tools = [
+        ("ping", Fault::Ping),
+        ("pid", Fault::Pid),
+        ("segfault", Fault::Segfault),
+        ("abort", Fault::Abort),
+        ("stack_overflow", Fault::StackOverflow),
+        ("exit", Fault::Exit),
+        ("abort_later", Fault::AbortLater),
+        ("sleep", Fault::Sleep),
+        ("spin", Fault::Spin),
+        ("wait_for_cancel", Fault::WaitForCancel),
+        ("print", Fault::Print),
+        ("crash_preview", Fault::Preview),
+        ("garble", Fault::Garble),
+    ];
+    Ok(tools
+        .into_iter()
+        .fold(ToolSet::new(), |set, (name, fault)| {
+            set.with(CrashTool {
+                name,
+                fault,
+                api: api.clone(),
+            })
+        }))
+}
+
+export_plugin!(factory);
