@@ -32,8 +32,6 @@
 
 #![warn(missing_docs)]
 
-#[cfg(feature = "ast-edit")]
-pub mod ast_edit;
 pub mod discovery;
 mod error;
 pub mod library;
@@ -52,7 +50,9 @@ mod tool;
 pub mod trust;
 
 pub use error::LoadError;
-pub use plugin_tool::{PluginTool, STORE_UNAVAILABLE};
+#[cfg(feature = "ast-edit")]
+pub use plugin_tool::ast_edit_tool;
+pub use plugin_tool::{builtin_plugin_tools, BuiltinPluginTool, PluginTool, STORE_UNAVAILABLE};
 pub use render::{render_resolve, RenderStyle};
 pub use resolve::{NO_PENDING_ACTION, RESOLVE_TOOL_NAME};
 pub use session::{CallOptions, LoadedPlugin, Session, SessionBuilder, ToolOutcome};

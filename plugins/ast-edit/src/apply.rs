@@ -16,8 +16,8 @@ use std::time::SystemTime;
 use serde_json::json;
 use xcsh_plugin_api::AgentToolResult;
 
-use super::preview::count;
-use super::search::{hash, FileEdits};
+use crate::preview::count;
+use crate::search::{hash, FileEdits};
 
 /// One file of the plan: where it is, how it is shown, what the preview saw and will write.
 #[derive(Debug, Clone)]
