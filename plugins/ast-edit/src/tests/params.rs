@@ -68,7 +68,9 @@ async fn unknown_language_is_an_error() {
         text.starts_with("Unknown language `klingon`; supported languages: "),
         "{text}"
     );
-    assert!(text.contains("python, rust, tsx, typescript"), "{text}");
+    for name in ["javascript", "python", "rust", "tsx", "typescript"] {
+        assert!(text.contains(name), "{text}");
+    }
 }
 
 #[cfg(not(feature = "all-languages"))]
@@ -169,4 +171,46 @@ async fn unknown_fields_fail_schema_validation() {
     assert!(out
         .text()
         .starts_with("Invalid arguments for tool \"ast_edit\""));
+}
+
+#[cfg(feature = "all-languages")]
+#[tokio::test]
+async fn every_ast_grep_language_is_inferred_and_its_aliases_accepted() {
+    let dir = tree(&[
+        ("main.go", "package main\n\nfunc main() { foo(1) }\n"),
+        ("App.kt", "fun main() { foo(2) }\n"),
+        ("x.rb", "foo(3)\n"),
+        ("a.cc", "int main() { return foo(4); }\n"),
+        ("notes.txt", "foo(5)\n"),
+    ]);
+    let s = session(dir.path());
+    let spec = s
+        .tools()
+        .into_iter()
+        .find(|t| t.name == "ast_edit")
+        .cloned();
+    let description = spec.map(|t| t.description).unwrap_or_default();
+    for name in [
+        "go", "kotlin", "ruby", "cpp", "csharp", "swift", "yaml", "golang",
+    ] {
+        assert!(description.contains(name), "{name} missing: {description}");
+    }
+    let op = json!([{"pat": "foo($A)", "out": "bar($A)"}]);
+    let out = edit(&s, json!({"ops": op})).await;
+    assert_eq!(
+        super::details(&out)["totalReplacements"],
+        4,
+        "{}",
+        out.text()
+    );
+    for (alias, file) in [("golang", "main.go"), ("kt", "App.kt"), ("c++", "a.cc")] {
+        s.store().map(|st| st.clear());
+        let out = edit(&s, json!({"ops": op, "lang": alias})).await;
+        assert_eq!(
+            super::details(&out)["fileReplacements"],
+            json!([{"path": file, "count": 1}]),
+            "{alias}: {}",
+            out.text()
+        );
+    }
 }
