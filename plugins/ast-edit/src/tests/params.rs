@@ -204,7 +204,9 @@ async fn every_ast_grep_language_is_inferred_and_its_aliases_accepted() {
         out.text()
     );
     for (alias, file) in [("golang", "main.go"), ("kt", "App.kt"), ("c++", "a.cc")] {
-        s.store().map(|st| st.clear());
+        if let Some(store) = s.store() {
+            store.clear();
+        }
         let out = edit(&s, json!({"ops": op, "lang": alias})).await;
         assert_eq!(
             super::details(&out)["fileReplacements"],
