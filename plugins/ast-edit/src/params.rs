@@ -2,7 +2,7 @@
 //! the checks whose exact messages SPEC 5 fixes. The schema is kept loose on purpose (no
 //! `minItems`, no `minimum`) so those cases reach [`check`] and get the contract's wording.
 
-use ast_grep_language::SupportLang;
+use crate::lang::Lang;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -54,7 +54,7 @@ pub struct Checked {
     /// `(pat, out)` pairs, in the order given.
     pub ops: Vec<(String, String)>,
     /// The explicit language, if any.
-    pub lang: Option<SupportLang>,
+    pub lang: Option<Lang>,
     /// The raw `path` argument, if non-blank.
     pub path: Option<String>,
     /// The `glob` filter, if non-blank.

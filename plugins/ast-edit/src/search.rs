@@ -12,11 +12,11 @@ use std::num::NonZero;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::lang::Lang;
 use ast_grep_core::replacer::TemplateFix;
 use ast_grep_core::tree_sitter::traversal::Visitor;
 use ast_grep_core::tree_sitter::StrDoc;
 use ast_grep_core::{AstGrep, Pattern};
-use ast_grep_language::SupportLang;
 use sha2::{Digest, Sha256};
 
 use crate::lang;
@@ -35,14 +35,14 @@ pub struct CompiledOp {
 /// The ops compiled per language; an op that does not compile for a language is absent there.
 pub struct Compiled {
     ops: Vec<String>,
-    by_lang: HashMap<SupportLang, Vec<CompiledOp>>,
+    by_lang: HashMap<Lang, Vec<CompiledOp>>,
 }
 
 fn compile_one(
     index: usize,
     (pat, out): &(String, String),
     sel: Option<&str>,
-    lang: SupportLang,
+    lang: Lang,
 ) -> Result<CompiledOp, String> {
     let pattern = match sel {
         Some(selector) => Pattern::contextual(pat, selector, lang),
@@ -68,7 +68,7 @@ fn compile_one(
 pub fn compile(
     ops: &[(String, String)],
     sel: Option<&str>,
-    langs: &[SupportLang],
+    langs: &[Lang],
     explicit: bool,
 ) -> Result<(Compiled, Vec<String>), String> {
     let mut compiled = Compiled {
@@ -170,7 +170,7 @@ fn search_file(candidate: &Candidate, compiled: &Compiled, shown: &str) -> Outco
     if active.is_empty() {
         return Outcome::Nothing;
     }
-    let grep = match AstGrep::<StrDoc<SupportLang>>::try_new(source, candidate.lang) {
+    let grep = match AstGrep::<StrDoc<Lang>>::try_new(source, candidate.lang) {
         Ok(grep) => grep,
         Err(error) => return Outcome::Issue(format!("{shown}: cannot parse: {error}")),
     };

@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use ast_grep_language::SupportLang;
+use crate::lang::Lang;
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::{WalkBuilder, WalkState};
 
@@ -29,7 +29,7 @@ pub struct Candidate {
     /// Its path (the working directory joined with what the user wrote, then walked).
     pub path: PathBuf,
     /// The grammar to parse it with.
-    pub lang: SupportLang,
+    pub lang: Lang,
 }
 
 /// What the walk found.
@@ -162,7 +162,7 @@ pub fn find_files(
     cwd: &Path,
     path: Option<&str>,
     glob: Option<&str>,
-    explicit: Option<SupportLang>,
+    explicit: Option<Lang>,
     cancel: &CancelToken,
 ) -> Result<Found, String> {
     let entries = match path {
@@ -228,11 +228,7 @@ pub fn find_files(
     Ok(found)
 }
 
-fn file_language(
-    path: &Path,
-    entry: &str,
-    explicit: Option<SupportLang>,
-) -> Result<SupportLang, String> {
+fn file_language(path: &Path, entry: &str, explicit: Option<Lang>) -> Result<Lang, String> {
     if let Some(lang) = explicit {
         return Ok(lang);
     }
@@ -254,7 +250,7 @@ fn walk(
     base: &Path,
     glob: Option<&GlobMatcher>,
     filter: Option<&NameFilter>,
-    explicit: Option<SupportLang>,
+    explicit: Option<Lang>,
     cancel: &CancelToken,
     found: &mut Found,
 ) {

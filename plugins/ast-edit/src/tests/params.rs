@@ -216,3 +216,31 @@ async fn every_ast_grep_language_is_inferred_and_its_aliases_accepted() {
         );
     }
 }
+
+#[cfg(feature = "all-languages")]
+#[tokio::test]
+async fn tla_plus_files_are_inferred_and_rewritten() {
+    let spec = "---- MODULE Spec ----\nEXTENDS Naturals\nVARIABLE x\nInc(n) == n + 1\nNext == x' = Inc(x)\n====\n";
+    let dir = tree(&[("Spec.tla", spec)]);
+    let s = session(dir.path());
+    // A TLA+ expression only parses inside a module: the pattern is a context and `sel` picks
+    // the operator application out of it.
+    let context = "---- MODULE P ----\nOp == Inc($A)\n====";
+    let op = json!([{"pat": context, "out": "Succ($A)"}]);
+    let out = edit(&s, json!({"ops": op, "sel": "bound_op"})).await;
+    assert_eq!(
+        super::ok_text(&out),
+        "# ./\n## └─ Spec.tla (1 replacement)\n-5:14 Inc(x)\n+5:14 Succ(x)"
+    );
+    let applied = super::resolve(&s, "apply").await;
+    assert_eq!(
+        super::ok_text(&applied),
+        "Applied 1 replacement(s) in 1 file(s)."
+    );
+    assert_eq!(
+        super::read(dir.path(), "Spec.tla"),
+        spec.replace("= Inc(x)", "= Succ(x)")
+    );
+    let out = edit(&s, json!({"ops": op, "sel": "bound_op", "lang": "tla"})).await;
+    assert_eq!(super::ok_text(&out), "No replacements made");
+}
