@@ -47,8 +47,6 @@
 
 #![warn(missing_docs)]
 
-#[cfg(feature = "ast-edit")]
-pub mod ast_edit;
 pub mod isolate;
 pub mod load;
 #[cfg(feature = "mcp")]
@@ -66,7 +64,9 @@ pub use isolate::Isolation;
 pub use load::{discovery, open as library, trust};
 pub use load::{LoadError, LoadErrorKind};
 pub use messages::{NO_PENDING_ACTION, RESOLVE_REMINDER, RESOLVE_TOOL_NAME, STORE_UNAVAILABLE};
-pub use plugin_abi::PluginTool;
+#[cfg(feature = "ast-edit")]
+pub use plugin_abi::ast_edit_tool;
+pub use plugin_abi::{builtin_plugin_tools, BuiltinPluginTool, PluginTool};
 pub use resolve::render::{render_resolve, RenderStyle};
 pub use resolve::{render, steering};
 pub use session::{LoadedPlugin, Session, SessionBuilder};

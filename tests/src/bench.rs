@@ -625,7 +625,7 @@ pub mod tree {
     pub fn session(root: &Path) -> Session {
         Session::builder(root)
             .default_dirs(false)
-            .builtin(xcsh_loader::ast_edit::ast_edit_tool())
+            .builtin(xcsh_loader::ast_edit_tool().expect("the built-in ast_edit"))
             .build()
     }
 

@@ -143,3 +143,68 @@ fn ast_edit_writes_what_ast_grep_writes() {
         original[Path::new("ignored/skip.rs")]
     );
 }
+
+/// The same call in the grammars beyond Rust/TypeScript/Python, each in its own file, the
+/// language inferred from the extension by both tools.
+fn write_language_tree(root: &Path) {
+    let files = [
+        ("go/main.go", "package main\n\nfunc main() {\n\tx := foo(1)\n\tfoo(foo(x))\n}\n"),
+        ("java/Main.java", "class Main {\n    void run() {\n        foo(1);\n        int y = foo(foo(2));\n    }\n}\n"),
+        ("c/main.c", "int main(void) {\n    foo(1);\n    return foo(foo(2));\n}\n"),
+        ("cpp/main.cpp", "#include <vector>\nint main() {\n    auto v = foo(1);\n    return foo(v);\n}\n"),
+        ("cs/Program.cs", "class P {\n    static void Main() {\n        foo(1);\n        var y = foo(foo(2));\n    }\n}\n"),
+        ("kt/Main.kt", "fun main() {\n    foo(1)\n    val y = foo(foo(2))\n}\n"),
+        ("swift/main.swift", "let x = foo(1)\nprint(foo(x))\n"),
+        ("scala/Main.scala", "object Main {\n  def run(): Unit = {\n    foo(1)\n    val y = foo(foo(2))\n  }\n}\n"),
+        ("rb/main.rb", "def run(x)\n  foo(1)\n  foo(foo(x))\nend\n"),
+        ("php/index.php", "<?php\nfunction run($x) {\n    foo(1);\n    return foo(foo($x));\n}\n"),
+        ("lua/main.lua", "local x = foo(1)\nprint(foo(foo(x)))\n"),
+        ("ex/main.ex", "defmodule M do\n  def run(x) do\n    foo(1)\n    foo(foo(x))\n  end\nend\n"),
+        ("dart/main.dart", "void main() {\n  foo(1);\n  var y = foo(foo(2));\n}\n"),
+        ("sol/C.sol", "contract C {\n    function f() public {\n        foo(1);\n        foo(foo(2));\n    }\n}\n"),
+    ];
+    for (relative, content) in files {
+        let path = root.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    let init = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(root)
+        .status();
+    assert!(init.is_ok_and(|s| s.success()), "git init failed");
+}
+
+#[test]
+fn ast_edit_writes_what_ast_grep_writes_in_every_language() {
+    let cli = match ast_grep_cli() {
+        Ok(cli) => cli,
+        Err(reason) => {
+            println!("skipped: no ast-grep CLI to compare with: {reason}");
+            return;
+        }
+    };
+    let ours = tempfile::tempdir().unwrap();
+    let theirs = tempfile::tempdir().unwrap();
+    write_language_tree(ours.path());
+    write_language_tree(theirs.path());
+    let original = snapshot(ours.path());
+    ast_edit_apply(ours.path(), "foo($A)", "bar($A)");
+    ast_grep_apply(&cli, theirs.path(), "foo($A)", "bar($A)");
+    let (ours, theirs) = (snapshot(ours.path()), snapshot(theirs.path()));
+    assert_eq!(ours.len(), theirs.len());
+    let mut changed = 0;
+    for (path, content) in &theirs {
+        assert_eq!(
+            String::from_utf8_lossy(&ours[path]),
+            String::from_utf8_lossy(content),
+            "{} differs from ast-grep's",
+            path.display()
+        );
+        changed += usize::from(original[path] != *content);
+    }
+    // Eleven languages really rewrote something (Go, Java, C++, C#, Kotlin, Swift, Scala, Ruby,
+    // PHP, Lua, Elixir); in C, Dart and Solidity ast-grep's `foo($A)` matches nothing, and
+    // neither tool changes those files.
+    assert!(changed >= 11, "only {changed} files changed");
+}

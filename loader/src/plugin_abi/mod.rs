@@ -1,5 +1,7 @@
 //! The host side of the plugin ABI: the services a plugin calls ([`HostServices`]), and the
 //! adapters that turn a plugin's tools and pending actions into the session's own types.
+//! [`builtin_plugin_tools`] does the same for a plugin compiled into the host (the built-in
+//! `ast_edit`): no `dlopen`, but the same root module, host object and tool definitions.
 //!
 //! Code here runs inside abi_stable vtable calls, where a panic would abort the process, so it
 //! only does panic-free work: string conversion, JSON parsing with fallbacks, and a store push.
@@ -34,7 +36,12 @@ pub(crate) fn store_sink(store: Option<Arc<PendingActionStore>>) -> Option<PushS
     store.map(|store| Arc::new(move |action| store.push(action)) as PushSink)
 }
 
+mod builtin;
 mod offload;
+
+#[cfg(feature = "ast-edit")]
+pub use builtin::ast_edit_tool;
+pub use builtin::{builtin_plugin_tools, BuiltinPluginTool};
 
 /// What the host offers one plugin in one session.
 struct HostServices {
@@ -224,10 +231,14 @@ pub(crate) fn instantiate(
                 },
             )
         })?;
-    Ok(defs.into_iter().map(|def| plugin_tool(def, path)).collect())
+    let origin = ToolOrigin::Plugin(path.to_owned());
+    Ok(defs
+        .into_iter()
+        .map(|def| plugin_tool(def, origin.clone()))
+        .collect())
 }
 
-fn plugin_tool(def: FfiToolDef, path: &Path) -> PluginTool {
+fn plugin_tool(def: FfiToolDef, origin: ToolOrigin) -> PluginTool {
     // An unparsable schema is kept as a string; the session's schema check reports it.
     let parameters_json = def.parameters_json();
     let parameters = serde_json::from_str(parameters_json.as_str())
@@ -252,7 +263,7 @@ fn plugin_tool(def: FfiToolDef, path: &Path) -> PluginTool {
                     open_world: a.open_world.get(),
                 })
                 .unwrap_or_default(),
-            origin: ToolOrigin::Plugin(path.to_owned()),
+            origin,
         },
         tool: Arc::new(def),
         inline: false,

@@ -92,10 +92,11 @@ pub fn render_resolve(outcome: &ToolOutcome, style: RenderStyle) -> String {
         (false, true) => Tone::Success,
         (false, false) => Tone::Warning,
     };
-    let verb = if applied && !outcome.is_error {
-        "Accept"
-    } else {
-        "Discard"
+    // `Accept` only for a successful apply; a failed apply says so rather than `Discard`.
+    let verb = match (applied, outcome.is_error) {
+        (true, false) => "Accept",
+        (true, true) => "Apply failed",
+        (false, _) => "Discard",
     };
     let (summary, source) = match field("label") {
         None => ("pending action".to_owned(), None),
@@ -180,7 +181,22 @@ mod tests {
             &outcome(true, json!({"action":"apply","reason":"r","label":null})),
             RenderStyle::default(),
         );
-        assert!(text.contains("✖ Discard: pending action"), "{text}");
+        assert!(text.contains("✖ Apply failed: pending action"), "{text}");
+        assert!(
+            !text.contains("Accept") && !text.contains("Discard"),
+            "{text}"
+        );
+        let failed_discard = render_resolve(
+            &outcome(
+                true,
+                json!({"action":"discard","reason":"r","label":"S: x"}),
+            ),
+            RenderStyle::default(),
+        );
+        assert!(
+            failed_discard.contains("✖ Discard: x [S]"),
+            "{failed_discard}"
+        );
     }
 
     #[test]

@@ -102,7 +102,13 @@ impl HostOptions {
 /// Add the tools compiled into this host.
 pub fn with_builtins(builder: xcsh_loader::SessionBuilder) -> xcsh_loader::SessionBuilder {
     #[cfg(feature = "ast-edit")]
-    let builder = builder.builtin(xcsh_loader::ast_edit::ast_edit_tool());
+    let builder = match xcsh_loader::ast_edit_tool() {
+        Ok(tool) => builder.builtin(tool),
+        Err(error) => {
+            tracing::error!("the built-in ast_edit is unavailable: {error}");
+            builder
+        }
+    };
     builder
 }
 

@@ -63,11 +63,17 @@ async fn unknown_language_is_an_error() {
     )
     .await;
     assert!(out.is_error);
-    assert!(out
-        .text()
-        .starts_with("Unknown language `klingon`; supported languages: rust"));
+    let text = out.text();
+    assert!(
+        text.starts_with("Unknown language `klingon`; supported languages: "),
+        "{text}"
+    );
+    for name in ["javascript", "python", "rust", "tsx", "typescript"] {
+        assert!(text.contains(name), "{text}");
+    }
 }
 
+#[cfg(not(feature = "all-languages"))]
 #[tokio::test]
 async fn disabled_language_is_an_error_not_a_panic() {
     let dir = tree(&[("main.go", "package main\nfunc main() { foo(1) }\n")]);
@@ -165,4 +171,76 @@ async fn unknown_fields_fail_schema_validation() {
     assert!(out
         .text()
         .starts_with("Invalid arguments for tool \"ast_edit\""));
+}
+
+#[cfg(feature = "all-languages")]
+#[tokio::test]
+async fn every_ast_grep_language_is_inferred_and_its_aliases_accepted() {
+    let dir = tree(&[
+        ("main.go", "package main\n\nfunc main() { foo(1) }\n"),
+        ("App.kt", "fun main() { foo(2) }\n"),
+        ("x.rb", "foo(3)\n"),
+        ("a.cc", "int main() { return foo(4); }\n"),
+        ("notes.txt", "foo(5)\n"),
+    ]);
+    let s = session(dir.path());
+    let spec = s
+        .tools()
+        .into_iter()
+        .find(|t| t.name == "ast_edit")
+        .cloned();
+    let description = spec.map(|t| t.description).unwrap_or_default();
+    for name in [
+        "go", "kotlin", "ruby", "cpp", "csharp", "swift", "yaml", "golang",
+    ] {
+        assert!(description.contains(name), "{name} missing: {description}");
+    }
+    let op = json!([{"pat": "foo($A)", "out": "bar($A)"}]);
+    let out = edit(&s, json!({"ops": op})).await;
+    assert_eq!(
+        super::details(&out)["totalReplacements"],
+        4,
+        "{}",
+        out.text()
+    );
+    for (alias, file) in [("golang", "main.go"), ("kt", "App.kt"), ("c++", "a.cc")] {
+        if let Some(store) = s.store() {
+            store.clear();
+        }
+        let out = edit(&s, json!({"ops": op, "lang": alias})).await;
+        assert_eq!(
+            super::details(&out)["fileReplacements"],
+            json!([{"path": file, "count": 1}]),
+            "{alias}: {}",
+            out.text()
+        );
+    }
+}
+
+#[cfg(feature = "all-languages")]
+#[tokio::test]
+async fn tla_plus_files_are_inferred_and_rewritten() {
+    let spec = "---- MODULE Spec ----\nEXTENDS Naturals\nVARIABLE x\nInc(n) == n + 1\nNext == x' = Inc(x)\n====\n";
+    let dir = tree(&[("Spec.tla", spec)]);
+    let s = session(dir.path());
+    // A TLA+ expression only parses inside a module: the pattern is a context and `sel` picks
+    // the operator application out of it.
+    let context = "---- MODULE P ----\nOp == Inc($A)\n====";
+    let op = json!([{"pat": context, "out": "Succ($A)"}]);
+    let out = edit(&s, json!({"ops": op, "sel": "bound_op"})).await;
+    assert_eq!(
+        super::ok_text(&out),
+        "# ./\n## └─ Spec.tla (1 replacement)\n-5:14 Inc(x)\n+5:14 Succ(x)"
+    );
+    let applied = super::resolve(&s, "apply").await;
+    assert_eq!(
+        super::ok_text(&applied),
+        "Applied 1 replacement(s) in 1 file(s)."
+    );
+    assert_eq!(
+        super::read(dir.path(), "Spec.tla"),
+        spec.replace("= Inc(x)", "= Succ(x)")
+    );
+    let out = edit(&s, json!({"ops": op, "sel": "bound_op", "lang": "tla"})).await;
+    assert_eq!(super::ok_text(&out), "No replacements made");
 }

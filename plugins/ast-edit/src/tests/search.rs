@@ -35,9 +35,9 @@ async fn directory_preview_is_grouped_and_sorted() {
     let text = ok_text(&out);
     assert_eq!(
         text,
-        "# src/a.rs (1 replacement(s))\n-1:10 foo(1)\n+1:10 bar(1)\n\n\
-         # src/b.rs (1 replacement(s))\n-1:10 foo(2)\n+1:10 bar(2)\n\n\
-         # z.py (1 replacement(s))\n-1:1 foo(3)\n+1:1 bar(3)"
+        "# src/\n## ├─ a.rs (1 replacement)\n-1:10 foo(1)\n+1:10 bar(1)\n\
+         ## └─ b.rs (1 replacement)\n-1:10 foo(2)\n+1:10 bar(2)\n\n\
+         # ./\n## └─ z.py (1 replacement)\n-1:1 foo(3)\n+1:1 bar(3)"
     );
     let d = details(&out);
     assert_eq!(d["totalReplacements"], 3);
@@ -102,7 +102,7 @@ async fn selector_matches_a_node_inside_its_context() {
     let text = ok_text(&edit(&s, args).await);
     assert_eq!(
         text,
-        "# a.js (2 replacement(s))\n-2:3 x = 1\n+2:3 x = 0\n-3:3 y = 2\n+3:3 y = 0"
+        "# ./\n## └─ a.js (2 replacements)\n-2:3 x = 1\n+2:3 x = 0\n-3:3 y = 2\n+3:3 y = 0"
     );
     ok_text(&resolve(&s, "apply").await);
     assert_eq!(
@@ -120,7 +120,7 @@ async fn glob_filter_and_path_globs() {
     ]);
     let s = session(dir.path());
     let op = json!([{"pat": "foo($A)", "out": "bar($A)"}]);
-    let files = |out: &crate::ToolOutcome| {
+    let files = |out: &xcsh_loader::ToolOutcome| {
         let d = details(out);
         let list = d["fileReplacements"]
             .as_array()
@@ -132,12 +132,13 @@ async fn glob_filter_and_path_globs() {
     };
     let out = edit(&s, json!({"ops": op, "glob": "*.ts"})).await;
     assert_eq!(files(&out), ["src/a.ts", "src/deep/c.ts"]);
+    // Paths in details are relative to the search base (`src` here).
     let out = edit(&s, json!({"ops": op, "path": "src/*.ts"})).await;
-    assert_eq!(files(&out), ["src/a.ts"]);
+    assert_eq!(files(&out), ["a.ts"]);
     let out = edit(&s, json!({"ops": op, "path": "src/**/*.{ts,js}"})).await;
-    assert_eq!(files(&out), ["src/a.ts", "src/b.js", "src/deep/c.ts"]);
+    assert_eq!(files(&out), ["a.ts", "b.js", "deep/c.ts"]);
     let out = edit(&s, json!({"ops": op, "path": "src", "glob": "deep/*.ts"})).await;
-    assert_eq!(files(&out), ["src/deep/c.ts"]);
+    assert_eq!(files(&out), ["deep/c.ts"]);
 }
 
 #[tokio::test]
@@ -151,8 +152,15 @@ async fn comma_lists_combine_files_and_directories() {
     let args = json!({"ops": [{"pat": "foo($A)", "out": "bar($A)"}], "path": "a.rs, lib,a.rs"});
     let out = edit(&s, args).await;
     let text = ok_text(&out);
-    assert!(text.starts_with("# a.rs (1 replacement(s))\n"), "{text}");
-    assert!(text.contains("# lib/b.rs (1 replacement(s))"), "{text}");
+    assert!(
+        text.starts_with("# ./\n## └─ a.rs (1 replacement)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# lib/\n## └─ b.rs (1 replacement)"),
+        "{text}"
+    );
+    assert_eq!(details(&out)["scopePath"], "a.rs, lib, a.rs");
     assert_eq!(details(&out)["totalReplacements"], 2);
 }
 
@@ -258,4 +266,43 @@ async fn every_compiled_grammar_rewrites() {
             "{file}: {content}"
         );
     }
+}
+
+#[tokio::test]
+async fn path_lists_root_and_directory_globs() {
+    let dir = tree(&[
+        ("apps/a.ts", "foo(1);\n"),
+        ("packages/pkg-x/src/deep/x.ts", "foo(2);\n"),
+        ("packages/pkg-x/lib/no.ts", "foo(3);\n"),
+        ("packages/pkg-y/src/y.ts", "foo(4);\n"),
+        ("packages/pkg-y/src/y.js", "foo(5);\n"),
+        ("phases/p.ts", "foo(6);\n"),
+        ("other/o.ts", "foo(7);\n"),
+    ]);
+    let s = session(dir.path());
+    let op = json!([{"pat": "foo($A)", "out": "bar($A)"}]);
+    let files = |out: &xcsh_loader::ToolOutcome| {
+        let list = details(out)["fileReplacements"].clone();
+        let list = list.as_array().cloned().unwrap_or_default();
+        list.iter()
+            .map(|f| f["path"].as_str().unwrap_or("").to_owned())
+            .collect::<Vec<_>>()
+    };
+    // A space-separated list, echoed in scopePath.
+    let out = edit(&s, json!({"ops": op, "path": "apps/ packages/ phases/"})).await;
+    assert_eq!(details(&out)["scopePath"], "apps/, packages/, phases/");
+    assert_eq!(files(&out).len(), 6);
+    assert!(details(&out).get("parseErrors").is_none());
+    // A glob naming directories inside an absolute path, with a glob filter.
+    let root = dir.path().display();
+    let path = format!("{root}/packages/pkg-*/src");
+    let out = edit(&s, json!({"ops": op, "path": path, "glob": "**/*.ts"})).await;
+    assert_eq!(files(&out), ["pkg-x/src/deep/x.ts", "pkg-y/src/y.ts"]);
+    // `/` is the session's root, and an absolute path outside it is taken inside it.
+    let out = edit(&s, json!({"ops": op, "path": "/"})).await;
+    assert_eq!(files(&out).len(), 7);
+    let out = edit(&s, json!({"ops": op, "path": "/other"})).await;
+    assert_eq!(files(&out), ["o.ts"]);
+    let out = edit(&s, json!({"ops": op, "path": "/other/o.ts"})).await;
+    assert_eq!(ok_text(&out), "-1:1 foo(7)\n+1:1 bar(7)");
 }

@@ -10,7 +10,7 @@ use std::fs;
 use serde_json::json;
 
 use super::{edit, ok_text, read, resolve, session, tree};
-use crate::ast_edit::apply::FAIL_TEMP_FOR;
+use crate::apply::FAIL_TEMP_FOR;
 
 const A: &str = "fn a() {\n    foo(1);\n}\n";
 const B: &str = "fn b() {\n    foo(2);\n}\n";

@@ -12,8 +12,17 @@ use std::path::Path;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use super::ast_edit_tool;
-use crate::{Session, ToolOutcome};
+use xcsh_loader::{Session, ToolOutcome};
+
+use crate::AstEditPlugin;
+
+/// The tool as the command-line host registers it: this crate's factory instantiated through
+/// the loader's in-process plugin adapter.
+pub(super) fn ast_edit_tool() -> std::sync::Arc<dyn xcsh_loader::Tool> {
+    let mut tools = xcsh_loader::builtin_plugin_tools::<AstEditPlugin>().expect("instantiate");
+    assert_eq!(tools.len(), 1);
+    tools.pop().expect("one tool")
+}
 
 /// A scratch directory holding `files` (`(relative path, content)`).
 pub(super) fn tree(files: &[(&str, &str)]) -> TempDir {

@@ -1,6 +1,9 @@
-//! Where `ast_edit` looks: the `path` argument (file, directory, glob, or comma list of these;
-//! default the working directory) and the `glob` filter, turned into a sorted list of source
-//! files with their language. Directories are walked with the `ignore` crate in parallel:
+//! Where `ast_edit` looks: the `path` argument (file, directory, glob, or a list of these
+//! separated by commas or spaces; default the working directory) and the `glob` filter, turned
+//! into a sorted list of source files with their language. `/` and absolute paths outside the
+//! working directory are taken inside it (the session's root), never at the filesystem root.
+//! A glob in the path may name directories (`packages/pkg-*/src`): everything below a match is
+//! searched. Directories are walked with the `ignore` crate in parallel:
 //! `.gitignore` (also outside a git repository), `.ignore` and git excludes are honoured,
 //! hidden files and directories are skipped, symlinks are not followed, and files over
 //! [`MAX_FILE_BYTES`] are counted as skipped. Explicitly named files are always taken.
@@ -10,12 +13,12 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use ast_grep_language::SupportLang;
+use crate::lang::Lang;
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::{WalkBuilder, WalkState};
 
-use super::lang;
-use crate::tool::CancelToken;
+use crate::lang;
+use crate::CancelToken;
 
 /// Files larger than this are skipped (counted in `filesSkipped`).
 pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -26,7 +29,7 @@ pub struct Candidate {
     /// Its path (the working directory joined with what the user wrote, then walked).
     pub path: PathBuf,
     /// The grammar to parse it with.
-    pub lang: SupportLang,
+    pub lang: Lang,
 }
 
 /// What the walk found.
@@ -40,6 +43,11 @@ pub struct Found {
     pub problems: Vec<String>,
     /// Whether `path` named exactly one file (the preview then has no file headers).
     pub single_file: bool,
+    /// What paths are shown relative to: the one directory searched (for a glob, the part
+    /// before it), else the working directory.
+    pub base: PathBuf,
+    /// The `path` entries as understood, for `scopePath`.
+    pub entries: Vec<String>,
 }
 
 enum Target {
@@ -49,8 +57,8 @@ enum Target {
     },
     Dir {
         base: PathBuf,
+        /// Files whose path below `base`, or one of whose ancestors, matches are searched.
         glob: Option<GlobMatcher>,
-        max_depth: Option<usize>,
     },
 }
 
@@ -91,7 +99,8 @@ fn has_glob_chars(entry: &str) -> bool {
     entry.contains(['*', '?', '[', '{'])
 }
 
-/// Split a comma list, leaving commas inside `{...}` and `[...]` (glob syntax) alone.
+/// Split a list on commas and whitespace, leaving those inside `{...}` and `[...]` (glob
+/// syntax) alone.
 fn split_list(raw: &str) -> Vec<String> {
     let mut entries = Vec::new();
     let (mut depth, mut current) = (0usize, String::new());
@@ -99,7 +108,7 @@ fn split_list(raw: &str) -> Vec<String> {
         match c {
             '{' | '[' => depth += 1,
             '}' | ']' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
+            c if depth == 0 && (c == ',' || c.is_whitespace()) => {
                 entries.push(std::mem::take(&mut current));
                 continue;
             }
@@ -121,20 +130,18 @@ fn resolve_entry(cwd: &Path, entry: &str) -> Result<Target, String> {
         let parts: Vec<&str> = entry.split('/').collect();
         let first_glob = parts.iter().position(|p| has_glob_chars(p)).unwrap_or(0);
         let base = parts[..first_glob].join("/");
-        let base = match (base.is_empty(), entry.starts_with('/')) {
-            (true, true) => PathBuf::from("/"),
-            (true, false) => cwd.to_path_buf(),
-            (false, _) => cwd.join(base),
+        let base = if base.is_empty() {
+            cwd.to_path_buf()
+        } else {
+            cwd.join(base)
         };
         if !base.is_dir() {
             return Err(format!("Path not found: {entry}"));
         }
         let pattern = parts[first_glob..].join("/");
-        let max_depth = (!pattern.contains("**")).then(|| pattern.split('/').count());
         return Ok(Target::Dir {
             base,
             glob: Some(compile_glob(&pattern)?),
-            max_depth,
         });
     }
     match std::fs::metadata(&literal) {
@@ -145,7 +152,6 @@ fn resolve_entry(cwd: &Path, entry: &str) -> Result<Target, String> {
         Ok(meta) if meta.is_dir() => Ok(Target::Dir {
             base: literal,
             glob: None,
-            max_depth: None,
         }),
         _ => Err(format!("Path not found: {entry}")),
     }
@@ -156,12 +162,12 @@ pub fn find_files(
     cwd: &Path,
     path: Option<&str>,
     glob: Option<&str>,
-    explicit: Option<SupportLang>,
+    explicit: Option<Lang>,
     cancel: &CancelToken,
 ) -> Result<Found, String> {
     let entries = match path {
         None => vec![".".to_owned()],
-        Some(raw) if cwd.join(raw).exists() => vec![raw.to_owned()],
+        Some(raw) if cwd.join(inside_root(cwd, raw)).exists() => vec![raw.to_owned()],
         Some(raw) => split_list(raw),
     };
     let entries = if entries.is_empty() {
@@ -169,13 +175,21 @@ pub fn find_files(
     } else {
         entries
     };
+    let shown_entries = entries.clone();
+    let entries: Vec<String> = entries.iter().map(|e| inside_root(cwd, e)).collect();
     let targets = entries
         .iter()
         .map(|entry| resolve_entry(cwd, entry))
         .collect::<Result<Vec<_>, _>>()?;
     let filter = glob.map(NameFilter::new).transpose()?;
+    let base = match targets.as_slice() {
+        [Target::Dir { base, .. }] => base.clone(),
+        _ => cwd.to_path_buf(),
+    };
     let mut found = Found {
         single_file: matches!(targets.as_slice(), [Target::File { .. }]),
+        base,
+        entries: shown_entries,
         ..Found::default()
     };
     for target in &targets {
@@ -195,14 +209,9 @@ pub fn find_files(
                     Err(error) => found.problems.push(format!("{entry}: {error}")),
                 }
             }
-            Target::Dir {
-                base,
-                glob,
-                max_depth,
-            } => walk(
+            Target::Dir { base, glob } => walk(
                 base,
                 glob.as_ref(),
-                *max_depth,
                 filter.as_ref(),
                 explicit,
                 cancel,
@@ -219,11 +228,7 @@ pub fn find_files(
     Ok(found)
 }
 
-fn file_language(
-    path: &Path,
-    entry: &str,
-    explicit: Option<SupportLang>,
-) -> Result<SupportLang, String> {
+fn file_language(path: &Path, entry: &str, explicit: Option<Lang>) -> Result<Lang, String> {
     if let Some(lang) = explicit {
         return Ok(lang);
     }
@@ -244,9 +249,8 @@ fn file_language(
 fn walk(
     base: &Path,
     glob: Option<&GlobMatcher>,
-    max_depth: Option<usize>,
     filter: Option<&NameFilter>,
-    explicit: Option<SupportLang>,
+    explicit: Option<Lang>,
     cancel: &CancelToken,
     found: &mut Found,
 ) {
@@ -258,7 +262,6 @@ fn walk(
         .standard_filters(true)
         .require_git(false)
         .follow_links(false)
-        .max_depth(max_depth)
         .threads(threads.min(8))
         .build_parallel()
         .run(|| {
@@ -278,9 +281,14 @@ fn walk(
                 }
                 let path = entry.path();
                 let relative = path.strip_prefix(base).unwrap_or(path);
-                if glob.is_some_and(|g| !g.is_match(relative))
-                    || filter.is_some_and(|f| !f.matches(relative))
-                {
+                let below_match = match glob {
+                    None => Some(relative),
+                    Some(glob) => below_glob_match(glob, relative),
+                };
+                let Some(below_match) = below_match else {
+                    return WalkState::Continue;
+                };
+                if filter.is_some_and(|f| !f.matches(below_match)) {
                     return WalkState::Continue;
                 }
                 let lang = match explicit {
@@ -306,6 +314,37 @@ fn walk(
     found.files.extend(into_inner(files));
     found.problems.extend(into_inner(problems));
     found.skipped += skipped.into_inner();
+}
+
+/// For a path glob: the part of `relative` below its shortest prefix the glob matches (the
+/// file's own name when the file itself matches), or `None` when nothing matches.
+fn below_glob_match<'a>(glob: &GlobMatcher, relative: &'a Path) -> Option<&'a Path> {
+    let mut prefix = PathBuf::new();
+    for component in relative.components() {
+        prefix.push(component);
+        if glob.is_match(&prefix) {
+            let below = relative.strip_prefix(&prefix).unwrap_or(relative);
+            return Some(if below.as_os_str().is_empty() {
+                Path::new(relative.file_name().unwrap_or_default())
+            } else {
+                below
+            });
+        }
+    }
+    None
+}
+
+/// `entry` as a path inside the session's root: `/` is the root itself, and an absolute path
+/// outside `cwd` is taken relative to it (the model's `/src` means `<root>/src`).
+pub fn inside_root(cwd: &Path, entry: &str) -> String {
+    let path = Path::new(entry);
+    if !path.has_root() || path.starts_with(cwd) {
+        return entry.to_owned();
+    }
+    match entry.trim_start_matches('/') {
+        "" => ".".to_owned(),
+        relative => relative.to_owned(),
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

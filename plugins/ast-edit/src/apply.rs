@@ -3,9 +3,18 @@
 //! Nothing is searched again. Every touched file must still hash to what the preview read,
 //! must not be read-only, and its replacements must not overlap; otherwise nothing is written
 //! and the error names the files. Each file is then written to a temporary file in its own
-//! directory (same permissions, owner kept where possible, fsynced); only when every temporary
-//! file exists are they renamed over the originals, so a failure leaves each file either old or
-//! new, never half-written.
+//! directory (same permissions, owner kept where possible); only when every temporary file
+//! exists and is durable are they renamed over the originals, so a failure or a crash leaves
+//! each file either old or new, never half-written.
+//!
+//! Durability: each temporary file is `fdatasync`ed (its content and size) before any rename,
+//! and each touched directory is fsynced after the renames, which also commits the journaled
+//! metadata (mode, owner, the renames themselves). The syncs are I/O waits, not CPU work, so
+//! they run on [`IO_THREADS`] threads at once and the filesystem batches them into a few
+//! journal commits. Measured against the alternatives on 2,100 files (BENCHMARKS.md): one
+//! `syncfs` per filesystem is as fast on an idle disk but waits for every other writer's dirty
+//! data on a busy one, and fsyncs on two threads cost about 1.5× as much. Reading and rewriting
+//! run on one thread per core.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -16,8 +25,8 @@ use std::time::SystemTime;
 use serde_json::json;
 use xcsh_plugin_api::AgentToolResult;
 
-use super::preview::count;
-use super::search::{hash, FileEdits};
+use crate::preview::count;
+use crate::search::{hash, FileEdits};
 
 /// One file of the plan: where it is, how it is shown, what the preview saw and will write.
 #[derive(Debug, Clone)]
@@ -42,42 +51,86 @@ struct Ready<'a> {
     meta: fs::Metadata,
 }
 
+/// What the check of one file found.
+enum Checked<'a> {
+    Ready(Box<Ready<'a>>),
+    Changed(String),
+    ReadOnly(String),
+    Broken(String),
+}
+
+fn check_file(file: &PlannedFile) -> Checked<'_> {
+    let Ok(target) = fs::canonicalize(&file.edits.path) else {
+        return Checked::Changed(format!("{} (deleted)", file.display));
+    };
+    let (bytes, meta) = match (fs::read(&target), fs::metadata(&target)) {
+        (Ok(bytes), Ok(meta)) => (bytes, meta),
+        (Err(error), _) | (_, Err(error)) => {
+            return Checked::Changed(format!("{} (unreadable: {error})", file.display));
+        }
+    };
+    if hash(&bytes) != file.edits.hash {
+        return Checked::Changed(format!("{} (modified)", file.display));
+    }
+    if meta.permissions().readonly() {
+        return Checked::ReadOnly(file.display.clone());
+    }
+    match rewrite(&bytes, &file.edits) {
+        Ok(content) => Checked::Ready(Box::new(Ready {
+            file,
+            target,
+            content,
+            meta,
+        })),
+        Err(why) => Checked::Broken(format!("Nothing was written: {}: {why}", file.display)),
+    }
+}
+
+/// Threads that write and sync files at once (the work is waiting for the disk).
+pub const IO_THREADS: usize = 32;
+
+/// Run `work` on every item on one thread per core; results in item order.
+fn in_parallel<'a, T: Sync, R: Send>(items: &'a [T], work: impl Fn(&'a T) -> R + Sync) -> Vec<R> {
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    in_parallel_on(cores, items, work)
+}
+
+/// Run `work` on every item on up to `threads` threads; results in item order.
+fn in_parallel_on<'a, T: Sync, R: Send>(
+    threads: usize,
+    items: &'a [T],
+    work: impl Fn(&'a T) -> R + Sync,
+) -> Vec<R> {
+    let threads = threads.min(items.len());
+    if threads <= 1 {
+        return items.iter().map(work).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let work = &work;
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(work).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 /// Make every file's new content, or say why nothing may be written.
 fn prepare(plan: &Plan) -> Result<Vec<Ready<'_>>, String> {
     let mut changed = Vec::new();
     let mut read_only = Vec::new();
     let mut ready = Vec::new();
-    for file in &plan.files {
-        let target = match fs::canonicalize(&file.edits.path) {
-            Ok(target) => target,
-            Err(_) => {
-                changed.push(format!("{} (deleted)", file.display));
-                continue;
-            }
-        };
-        let (bytes, meta) = match (fs::read(&target), fs::metadata(&target)) {
-            (Ok(bytes), Ok(meta)) => (bytes, meta),
-            (Err(error), _) | (_, Err(error)) => {
-                changed.push(format!("{} (unreadable: {error})", file.display));
-                continue;
-            }
-        };
-        if hash(&bytes) != file.edits.hash {
-            changed.push(format!("{} (modified)", file.display));
-            continue;
+    for checked in in_parallel(&plan.files, check_file) {
+        match checked {
+            Checked::Ready(item) => ready.push(*item),
+            Checked::Changed(what) => changed.push(what),
+            Checked::ReadOnly(what) => read_only.push(what),
+            Checked::Broken(message) => return Err(message),
         }
-        if meta.permissions().readonly() {
-            read_only.push(file.display.clone());
-            continue;
-        }
-        let content = rewrite(&bytes, &file.edits)
-            .map_err(|why| format!("Nothing was written: {}: {why}", file.display))?;
-        ready.push(Ready {
-            file,
-            target,
-            content,
-            meta,
-        });
     }
     if !changed.is_empty() {
         return Err(format!(
@@ -169,7 +222,7 @@ fn write_temp(ready: &Ready<'_>) -> std::io::Result<PathBuf> {
             let _ =
                 std::os::unix::fs::fchown(&file, Some(ready.meta.uid()), Some(ready.meta.gid()));
         }
-        file.sync_all()
+        file.sync_data()
     })();
     match result {
         Ok(()) => Ok(temp),
@@ -188,23 +241,22 @@ fn same_stamp(meta: &fs::Metadata, now: &fs::Metadata) -> bool {
 /// Write the plan. The result text is `Applied {n} replacement(s) in {m} file(s).`
 pub fn apply(plan: &Plan) -> Result<AgentToolResult, String> {
     let ready = prepare(plan)?;
-    let mut temps: Vec<PathBuf> = Vec::with_capacity(ready.len());
     let cleanup = |temps: &[PathBuf]| {
         for temp in temps {
             let _ = fs::remove_file(temp);
         }
     };
-    for item in &ready {
-        match write_temp(item) {
-            Ok(temp) => temps.push(temp),
-            Err(error) => {
-                cleanup(&temps);
-                return Err(format!(
-                    "Nothing was written: cannot write {}: {error}",
-                    item.file.display
-                ));
-            }
-        }
+    let written = in_parallel_on(IO_THREADS, &ready, write_temp);
+    let temps: Vec<PathBuf> = written
+        .iter()
+        .filter_map(|w| w.as_ref().ok().cloned())
+        .collect();
+    if let Some((item, Err(error))) = ready.iter().zip(&written).find(|(_, w)| w.is_err()) {
+        cleanup(&temps);
+        return Err(format!(
+            "Nothing was written: cannot write {}: {error}",
+            item.file.display
+        ));
     }
     // A last look: a file touched while the temporary files were written is not overwritten.
     let touched: Vec<&str> = ready
@@ -240,7 +292,7 @@ pub fn apply(plan: &Plan) -> Result<AgentToolResult, String> {
             ));
         }
     }
-    sync_dirs(&ready);
+    sync_dirs(&ready_dirs(&ready));
     let total: usize = plan.files.iter().map(|f| f.edits.replacements.len()).sum();
     // SPEC 5 spells this text with a literal "(s)", unlike the label's `{s}` plural.
     let text = format!(
@@ -255,14 +307,23 @@ pub fn apply(plan: &Plan) -> Result<AgentToolResult, String> {
     })))
 }
 
-/// Make the renames durable (best effort: not every platform can open a directory).
-fn sync_dirs(ready: &[Ready<'_>]) {
-    let mut dirs: Vec<&Path> = ready.iter().filter_map(|r| r.target.parent()).collect();
+/// The directories of the targets, each once.
+fn ready_dirs(ready: &[Ready<'_>]) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = ready
+        .iter()
+        .filter_map(|r| r.target.parent().map(Path::to_path_buf))
+        .collect();
     dirs.sort();
     dirs.dedup();
-    for dir in dirs {
+    dirs
+}
+
+/// Make the renames durable (best effort: they are done and cannot be undone, and not every
+/// platform can open a directory).
+fn sync_dirs(dirs: &[PathBuf]) {
+    in_parallel_on(IO_THREADS, dirs, |dir| {
         if let Ok(handle) = File::open(dir) {
             let _ = handle.sync_all();
         }
-    }
+    });
 }

@@ -2,11 +2,11 @@
 //! the checks whose exact messages SPEC 5 fixes. The schema is kept loose on purpose (no
 //! `minItems`, no `minimum`) so those cases reach [`check`] and get the contract's wording.
 
-use ast_grep_language::SupportLang;
+use crate::lang::Lang;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::lang;
+use crate::lang;
 
 /// The arguments of `ast_edit`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -15,11 +15,13 @@ pub struct AstEditParams {
     /// Rewrite ops as `[{ "pat": ..., "out": ... }]`. Every op is matched against the original
     /// text; metavariables captured by `pat` (`$A`, `$$$ARGS`) may be used in `out`.
     pub ops: Vec<RewriteOp>,
-    /// Language of the patterns: rust, typescript, tsx, javascript or python (aliases such as
-    /// rs, ts, js, py work). Default: inferred for each file from its extension.
+    /// Language of the patterns: any language name or alias ast-grep accepts (rust, rs,
+    /// typescript, ts, go, golang, cpp, c++, csharp, cs, ...) whose grammar is in this build.
+    /// Default: inferred for each file from its extension.
     pub lang: Option<String>,
-    /// File, directory, glob (`src/**/*.ts`), or a comma-separated list of these, relative to
-    /// the working directory. Default: the working directory.
+    /// File, directory, glob (`src/**/*.ts`, `packages/pkg-*/src`), or a list of these separated
+    /// by commas or spaces, relative to the working directory. `/` and absolute paths are taken
+    /// inside the session's root. Default: the working directory.
     pub path: Option<String>,
     /// Only files matching this glob: `*.ts` matches file names at any depth, a glob with a `/`
     /// matches the path relative to each searched directory.
@@ -30,6 +32,9 @@ pub struct AstEditParams {
     pub sel: Option<String>,
     /// Maximum number of replacements (positive). Files are taken in path order.
     pub limit: Option<f64>,
+    /// Push one pending action per file instead of one for the whole preview; `resolve` then
+    /// takes them in path order.
+    pub per_file: Option<bool>,
 }
 
 /// One rewrite: structural pattern and replacement template.
@@ -49,7 +54,7 @@ pub struct Checked {
     /// `(pat, out)` pairs, in the order given.
     pub ops: Vec<(String, String)>,
     /// The explicit language, if any.
-    pub lang: Option<SupportLang>,
+    pub lang: Option<Lang>,
     /// The raw `path` argument, if non-blank.
     pub path: Option<String>,
     /// The `glob` filter, if non-blank.
@@ -58,6 +63,8 @@ pub struct Checked {
     pub sel: Option<String>,
     /// The replacement cap.
     pub limit: Option<usize>,
+    /// One pending action per file.
+    pub per_file: bool,
 }
 
 fn non_blank(value: Option<String>) -> Option<String> {
@@ -96,5 +103,6 @@ pub fn check(params: AstEditParams) -> Result<Checked, String> {
         glob: non_blank(params.glob),
         sel: non_blank(params.sel),
         limit,
+        per_file: params.per_file.unwrap_or(false),
     })
 }

@@ -1,10 +1,12 @@
 //! The preview `ast_edit` returns (nothing is written): `-line:col before` / `+line:col after`
-//! pairs, grouped under `# file (n replacements)` headers unless `path` named one file, then
-//! the limit note and the parse issues; plus the `details` JSON and the pending action's label.
+//! pairs, grouped as a tree unless `path` named one file (a `# dir/` header per directory, a
+//! `## ├─ file (n replacements)` line per file, `└─` for a directory's last file), then the
+//! limit note and the parse issues; plus the `details` JSON and the pending action's label.
+//! Paths are relative to the search base.
 
 use serde_json::{json, Value};
 
-use super::search::FileEdits;
+use crate::search::FileEdits;
 
 /// Shown when the limit cut the preview.
 pub const LIMIT_REACHED: &str = "Limit reached; narrow path or increase limit.";
@@ -37,8 +39,8 @@ pub struct Summary<'a> {
     pub issues: &'a [String],
     /// Whether `path` named one file.
     pub single_file: bool,
-    /// The `path` argument as given, or `.`.
-    pub scope: &'a str,
+    /// The `path` entries as given (`.` by default), echoed as `scopePath`.
+    pub scope: String,
 }
 
 /// `1 replacement`, `2 replacements`.
@@ -71,13 +73,24 @@ impl Summary<'_> {
         if self.files.is_empty() {
             lines.push(NO_REPLACEMENTS.to_owned());
         }
-        for file in &self.files {
+        let mut current_dir: Option<&str> = None;
+        for (index, file) in self.files.iter().enumerate() {
             if !self.single_file {
-                if !lines.is_empty() {
-                    lines.push(String::new());
+                let (dir, name) = split_dir(file.display);
+                if current_dir != Some(dir) {
+                    if !lines.is_empty() {
+                        lines.push(String::new());
+                    }
+                    lines.push(format!("# {}", if dir.is_empty() { "./" } else { dir }));
+                    current_dir = Some(dir);
                 }
+                let last_in_dir = self
+                    .files
+                    .get(index + 1)
+                    .is_none_or(|next| split_dir(next.display).0 != dir);
+                let branch = if last_in_dir { "└─" } else { "├─" };
                 let n = file.edits.replacements.len();
-                lines.push(format!("# {} ({n} replacement(s))", file.display));
+                lines.push(format!("## {branch} {name} ({})", count(n, "replacement")));
             }
             for r in &file.edits.replacements {
                 lines.push(format!("-{}:{} {}", r.line, r.column, snippet(&r.before)));
@@ -104,7 +117,7 @@ impl Summary<'_> {
 
     /// The preview's `details`.
     pub fn details(&self) -> Value {
-        json!({
+        let mut details = json!({
             "totalReplacements": self.total(),
             "filesTouched": self.files.len(),
             "filesSearched": self.files_searched,
@@ -112,12 +125,23 @@ impl Summary<'_> {
             "limitReached": self.limit_reached,
             "applied": false,
             "scopePath": self.scope,
-            "parseErrors": self.issues,
             "fileReplacements": self.files.iter().map(|f| json!({
                 "path": f.display,
                 "count": f.edits.replacements.len(),
             })).collect::<Vec<_>>(),
-        })
+        });
+        if !self.issues.is_empty() {
+            details["parseErrors"] = json!(self.issues);
+        }
+        details
+    }
+}
+
+/// `src/lib/a.rs` → (`src/lib/`, `a.rs`); a file at the base has an empty directory.
+fn split_dir(display: &str) -> (&str, &str) {
+    match display.rfind('/') {
+        Some(slash) => display.split_at(slash + 1),
+        None => ("", display),
     }
 }
 

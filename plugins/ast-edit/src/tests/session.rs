@@ -2,8 +2,8 @@
 
 use serde_json::json;
 
-use super::{assert_error, edit, ok_text, read, resolve, session, tree};
-use crate::{Session, STORE_UNAVAILABLE};
+use super::{edit, ok_text, read, resolve, session, tree};
+use xcsh_loader::{Session, STORE_UNAVAILABLE};
 
 #[test]
 fn registers_as_a_deferrable_builtin_with_resolve() {
@@ -69,7 +69,7 @@ async fn an_older_preview_of_a_file_the_newer_one_changed_is_refused() {
 }
 
 #[tokio::test]
-async fn without_a_store_the_preview_fails_and_nothing_is_written() {
+async fn without_a_store_the_preview_says_so_and_nothing_is_written() {
     let dir = tree(&[("a.rs", "fn a() { foo(1); }\n")]);
     let s = Session::builder(dir.path())
         .default_dirs(false)
@@ -77,8 +77,56 @@ async fn without_a_store_the_preview_fails_and_nothing_is_written() {
         .builtin(super::ast_edit_tool())
         .build();
     let out = edit(&s, json!({"ops": [{"pat": "foo($A)", "out": "bar($A)"}]})).await;
-    assert_error(&out, STORE_UNAVAILABLE);
+    assert_eq!(
+        ok_text(&out),
+        format!(
+            "# ./\n## └─ a.rs (1 replacement)\n-1:10 foo(1)\n+1:10 bar(1)\n\n{}",
+            crate::NO_STORE_NOTE
+        )
+    );
+    assert!(!out.text().contains(STORE_UNAVAILABLE));
     assert_eq!(read(dir.path(), "a.rs"), "fn a() { foo(1); }\n");
     let out = edit(&s, json!({"ops": [{"pat": "nothing($A)", "out": "x"}]})).await;
     assert_eq!(ok_text(&out), "No replacements made");
+}
+
+#[tokio::test]
+async fn per_file_pushes_one_action_per_file_resolved_in_path_order() {
+    let dir = tree(&[
+        ("b.rs", "fn b() { foo(2); foo(3); }\n"),
+        ("a.rs", "fn a() { foo(1); }\n"),
+        ("sub/c.rs", "fn c() { foo(4); }\n"),
+    ]);
+    let s = session(dir.path());
+    let op = json!([{"pat": "foo($A)", "out": "bar($A)"}]);
+    ok_text(&edit(&s, json!({"ops": op, "per_file": true})).await);
+    assert_eq!(s.store().map(|st| st.count()), Some(3));
+    let first = resolve(&s, "apply").await;
+    assert_eq!(ok_text(&first), "Applied 1 replacement(s) in 1 file(s).");
+    assert_eq!(
+        first.result.details.as_ref().map(|d| d["label"].clone()),
+        Some(json!("AST Edit: 1 replacement in a.rs"))
+    );
+    assert_eq!(read(dir.path(), "a.rs"), "fn a() { bar(1); }\n");
+    assert_eq!(read(dir.path(), "b.rs"), "fn b() { foo(2); foo(3); }\n");
+    // The second file changes behind the preview's back: only its own action fails.
+    std::fs::write(
+        dir.path().join("b.rs"),
+        "fn b() { foo(2); foo(3); } // edited\n",
+    )
+    .expect("edit b.rs");
+    let second = resolve(&s, "apply").await;
+    assert!(second.is_error);
+    assert!(
+        second.text().contains("b.rs (modified)"),
+        "{}",
+        second.text()
+    );
+    let third = resolve(&s, "discard").await;
+    assert_eq!(
+        ok_text(&third),
+        "Discarded: AST Edit: 1 replacement in sub/c.rs. Reason: test"
+    );
+    assert_eq!(read(dir.path(), "sub/c.rs"), "fn c() { foo(4); }\n");
+    assert!(!s.has_pending());
 }

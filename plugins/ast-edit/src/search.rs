@@ -7,21 +7,21 @@
 //! pattern's own extent, and the template re-indented at the match. All ops see the original
 //! text; edits of different ops that overlap are refused.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::num::NonZero;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::lang::Lang;
 use ast_grep_core::replacer::TemplateFix;
 use ast_grep_core::tree_sitter::traversal::Visitor;
 use ast_grep_core::tree_sitter::StrDoc;
 use ast_grep_core::{AstGrep, Pattern};
-use ast_grep_language::SupportLang;
 use sha2::{Digest, Sha256};
 
-use super::lang;
-use super::walk::Candidate;
-use crate::tool::CancelToken;
+use crate::lang;
+use crate::walk::Candidate;
+use crate::CancelToken;
 
 /// One op, compiled for one language.
 pub struct CompiledOp {
@@ -35,14 +35,14 @@ pub struct CompiledOp {
 /// The ops compiled per language; an op that does not compile for a language is absent there.
 pub struct Compiled {
     ops: Vec<String>,
-    by_lang: BTreeMap<&'static str, (SupportLang, Vec<CompiledOp>)>,
+    by_lang: HashMap<Lang, Vec<CompiledOp>>,
 }
 
 fn compile_one(
     index: usize,
     (pat, out): &(String, String),
     sel: Option<&str>,
-    lang: SupportLang,
+    lang: Lang,
 ) -> Result<CompiledOp, String> {
     let pattern = match sel {
         Some(selector) => Pattern::contextual(pat, selector, lang),
@@ -68,12 +68,12 @@ fn compile_one(
 pub fn compile(
     ops: &[(String, String)],
     sel: Option<&str>,
-    langs: &[SupportLang],
+    langs: &[Lang],
     explicit: bool,
 ) -> Result<(Compiled, Vec<String>), String> {
     let mut compiled = Compiled {
         ops: ops.iter().map(|(pat, _)| pat.clone()).collect(),
-        by_lang: BTreeMap::new(),
+        by_lang: HashMap::new(),
     };
     let mut issues = Vec::new();
     let mut failures: Vec<Vec<String>> = vec![Vec::new(); ops.len()];
@@ -85,7 +85,7 @@ pub fn compile(
                 Err(error) => failures[index].push(format!("{}: {error}", lang::name(lang))),
             }
         }
-        compiled.by_lang.insert(lang::name(lang), (lang, list));
+        compiled.by_lang.insert(lang, list);
     }
     for (index, errors) in failures.iter().enumerate() {
         let pat = &ops[index].0;
@@ -150,7 +150,7 @@ pub fn hash(bytes: &[u8]) -> [u8; 32] {
 }
 
 fn search_file(candidate: &Candidate, compiled: &Compiled, shown: &str) -> Outcome {
-    let Some((_, ops)) = compiled.by_lang.get(lang::name(candidate.lang)) else {
+    let Some(ops) = compiled.by_lang.get(&candidate.lang) else {
         return Outcome::Nothing;
     };
     let bytes = match std::fs::read(&candidate.path) {
@@ -170,7 +170,7 @@ fn search_file(candidate: &Candidate, compiled: &Compiled, shown: &str) -> Outco
     if active.is_empty() {
         return Outcome::Nothing;
     }
-    let grep = match AstGrep::<StrDoc<SupportLang>>::try_new(source, candidate.lang) {
+    let grep = match AstGrep::<StrDoc<Lang>>::try_new(source, candidate.lang) {
         Ok(grep) => grep,
         Err(error) => return Outcome::Issue(format!("{shown}: cannot parse: {error}")),
     };
