@@ -41,9 +41,10 @@
 //! | [`session`] | [`Session`] and [`SessionBuilder`]: loading into a session, validating and running calls |
 //! | `mcp` | the MCP server (cargo feature `mcp`) |
 //!
-//! Cargo features: `ast-edit` (the built-in `ast_edit`), `mcp` (the MCP server) and `cli`
-//! (the `xcsh-plugins` binary), all on by default. With `default-features = false` the crate
-//! builds a session and nothing else.
+//! Cargo features: `ast-edit` (the built-in `ast_edit`, from the `xcsh-ast-edit` plugin
+//! crate), `ast-edit-all-languages` (every grammar), `mcp` (the MCP server) and `cli` (the
+//! `xcsh-plugins` binary, with every grammar), on by default. With `default-features = false`
+//! the crate builds a session and nothing else.
 
 #![warn(missing_docs)]
 
