@@ -124,7 +124,7 @@ impl Discovery {
 
 /// For a missing `target/<profile>/lib<name>.so` next to which cargo left `lib<name>.rlib`:
 /// the crate builds no `cdylib`, which is the fix to suggest.
-fn missing_cdylib_hint(path: &Path, error: &std::io::Error) -> Option<String> {
+pub fn missing_cdylib_hint(path: &Path, error: &std::io::Error) -> Option<String> {
     if error.kind() != std::io::ErrorKind::NotFound {
         return None;
     }

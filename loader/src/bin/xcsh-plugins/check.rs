@@ -27,8 +27,35 @@ pub fn run(args: CheckArgs, host: &HostOptions) -> CheckReport {
     CheckReport {
         host_api_version: host_api_version(),
         oldest_supported_api_version: oldest_supported_api_version(),
-        files: args.files.iter().map(|f| check_file(f, host)).collect(),
+        files: with_clashes(args.files.iter().map(|f| check_file(f, host)).collect()),
     }
+}
+
+/// Files checked together are meant to load together: a tool name that two of them define
+/// is a problem of each, naming the other file.
+fn with_clashes(mut files: Vec<FileCheck>) -> Vec<FileCheck> {
+    let names: Vec<(usize, String, String)> = files
+        .iter()
+        .enumerate()
+        .flat_map(|(i, file)| {
+            file.tools
+                .iter()
+                .map(move |tool| (i, tool.name.clone(), file.path.clone()))
+        })
+        .collect();
+    for (i, name, _) in &names {
+        for (j, other_name, other_path) in &names {
+            if i != j && name == other_name {
+                let file = &mut files[*i];
+                file.problems.push(format!(
+                    "{}, defined in {other_path} too (files checked together load together)",
+                    xcsh_loader::messages::name_conflict(name)
+                ));
+                file.ok = false;
+            }
+        }
+    }
+    files
 }
 
 fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
@@ -76,7 +103,10 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
     } else {
         problems.push(match std::fs::metadata(&path) {
             Ok(_) => "not a regular file".to_owned(),
-            Err(error) => format!("cannot read: {error}"),
+            Err(error) => match xcsh_loader::discovery::missing_cdylib_hint(&path, &error) {
+                Some(hint) => format!("cannot read: {error}; {hint}"),
+                None => format!("cannot read: {error}"),
+            },
         });
     }
     FileCheck {
