@@ -269,6 +269,7 @@ impl SessionBuilder {
                 // 0700, under the system's temporary directory, removed with the session.
                 session.temp_dir = tempfile::Builder::new()
                     .prefix("xcsh-plugins-")
+                    .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
                     .tempdir()
                     .inspect_err(|error| {
                         tracing::warn!(
