@@ -66,7 +66,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 /// A size for messages: `512M`, `4G`, or bytes when it is not a whole number of KiB.
 pub fn format_size(bytes: u64) -> String {
     for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }
