@@ -115,21 +115,15 @@ pub fn sandbox_unavailable_warning(path: &Path) -> String {
     )
 }
 
-/// The load error under `--require-sandbox` when the sandbox cannot be enforced.
-pub fn sandbox_required(path: &Path) -> String {
-    format!(
-        "refusing to run {}: a sandbox is required (--require-sandbox) and this kernel has no usable Landlock",
-        path.display()
-    )
-}
+/// Why a plugin is refused under `--require-sandbox` when its process cannot be sandboxed
+/// (`LoadErrorKind::SandboxRequired`; the load error reads `refusing to run {path}: ...`).
+pub const SANDBOX_REQUIRED_NO_LANDLOCK: &str =
+    "a sandbox is required (--require-sandbox) and this kernel has no usable Landlock";
 
-/// The load error under `--require-sandbox` in in-process mode, which has no sandbox.
-pub fn sandbox_required_in_process(path: &Path) -> String {
-    format!(
-        "refusing to run {}: a sandbox is required (--require-sandbox) and in-process plugins have none",
-        path.display()
-    )
-}
+/// Why a plugin is refused under `--require-sandbox` in in-process mode, which has no
+/// sandbox.
+pub const SANDBOX_REQUIRED_IN_PROCESS: &str =
+    "a sandbox is required (--require-sandbox) and in-process plugins have none";
 
 /// Appended to the crash that disables a plugin, and the error of every later call.
 pub fn plugin_disabled(path: &Path) -> String {

@@ -81,9 +81,18 @@ fn require_sandbox_refuses_in_process_plugins_and_in_process_reports_no_sandbox(
         .require_sandbox(true)
         .build();
     assert!(refused.plugins().is_empty());
-    assert!(refused.load_errors()[0]
-        .to_string()
-        .contains("a sandbox is required (--require-sandbox) and in-process plugins have none"));
+    let error = &refused.load_errors()[0];
+    assert_eq!(
+        error.kind,
+        xcsh_loader::LoadErrorKind::SandboxRequired { in_process: true }
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "refusing to run {}: a sandbox is required (--require-sandbox) and in-process plugins have none",
+            error.path.display()
+        )
+    );
     let in_process = builder(dir.path()).isolation(Isolation::InProcess).build();
     assert_eq!(in_process.plugins()[0].sandbox, None);
 }

@@ -309,11 +309,7 @@ impl SessionBuilder {
                         // In-process there is no sandbox to require.
                         session.load_errors.push(LoadError::new(
                             &candidate.path,
-                            LoadErrorKind::PluginProcess {
-                                cause: crate::messages::sandbox_required_in_process(
-                                    &candidate.path,
-                                ),
-                            },
+                            LoadErrorKind::SandboxRequired { in_process: true },
                         ));
                         continue;
                     }

@@ -192,9 +192,7 @@ impl Session {
                             // Dropping its tools stops the process.
                             self.load_errors.push(LoadError::new(
                                 &path,
-                                LoadErrorKind::PluginProcess {
-                                    cause: crate::messages::sandbox_required(&path),
-                                },
+                                LoadErrorKind::SandboxRequired { in_process: false },
                             ));
                             continue;
                         }
