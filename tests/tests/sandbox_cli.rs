@@ -280,3 +280,61 @@ fn deny_network_refuses_a_tcp_connect_to_loopback() {
     assert_eq!(code, 0, "{all}");
     assert!(all.contains("error: Permission denied"), "{all}");
 }
+
+/// The Landlock ABI `list` reports, `0` without Landlock.
+fn landlock_abi(cwd: &Path) -> u32 {
+    let listed = text(&run(cwd, &["list"]));
+    listed
+        .split("sandbox: landlock v")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|abi| abi.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn hard_links_truncation_removal_proc_of_the_host_and_signals_to_it_are_refused() {
+    let cwd = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let abi = landlock_abi(cwd.path());
+    if abi == 0 {
+        eprintln!("skipped: this kernel has no Landlock");
+        return;
+    }
+    let existing = outside.path().join("existing.txt");
+    std::fs::write(&existing, b"original").unwrap();
+    let shell = |command: String| {
+        let (code, all) = call(
+            cwd.path(),
+            &[],
+            "shell",
+            serde_json::json!({ "command": command }),
+        );
+        assert_eq!(code, 0, "{all}");
+        all
+    };
+    let quoted = format!("'{}'", existing.display());
+    let mut attempts = vec![
+        // A hard link into the cwd, then a write through it (Landlock refuses the link:
+        // it would gain the file write access).
+        format!("ln {quoted} hardlink && echo y >> hardlink"),
+        format!("truncate -s 0 {quoted}"),
+        format!("rm {quoted}"),
+        format!("mkdir '{}'", outside.path().join("dir").display()),
+        // The host's working directory through /proc.
+        "echo x > /proc/$XCSH_PLUGIN_HOST_PARENT/cwd/through-proc".to_owned(),
+    ];
+    if abi >= 6 {
+        // Signals to processes outside the sandbox (the host).
+        attempts.push("kill -0 $XCSH_PLUGIN_HOST_PARENT".to_owned());
+    }
+    for attempt in attempts {
+        let all = shell(attempt.clone());
+        assert!(!all.starts_with("exit 0"), "{attempt}: {all}");
+    }
+    assert_eq!(std::fs::read(&existing).unwrap(), b"original");
+    assert!(!outside.path().join("dir").exists());
+    // The resource limits: descriptors, address space (KiB), core dumps.
+    let all = shell("echo limits $(ulimit -n) $(ulimit -v) $(ulimit -c) >&2".to_owned());
+    assert!(all.contains("limits 1024 4194304 0"), "{all}");
+}
