@@ -473,6 +473,26 @@ mod tests {
         );
         assert_eq!(parsed.path, PathBuf::from("/p/libx.so"));
         assert!(parsed.store);
+        assert_eq!(parsed.sandbox, None);
+        let policy = r#"{"writable":["/w"],"deny_network":true,"memory_limit":536870912,"max_open_files":1024,"max_processes":null}"#;
+        let base = [
+            "--protocol",
+            "1",
+            "--socket",
+            "5",
+            "--plugin-fd",
+            "6",
+            "--path",
+            "/p/libx.so",
+            "--cwd",
+            "/w",
+        ];
+        let sandboxed = parse(args(&[&base[..], &["--sandbox", policy]].concat())).unwrap();
+        let sandbox = sandboxed.sandbox.unwrap();
+        assert_eq!(sandbox.writable, vec![PathBuf::from("/w")]);
+        assert!(sandbox.deny_network);
+        assert_eq!(sandbox.memory_limit, Some(512 << 20));
+        assert!(parse(args(&[&base[..], &["--sandbox", "{not json"]].concat())).is_err());
         assert!(parse(args(&["--socket", "5"])).is_err());
         assert!(parse(args(&["--bogus"])).is_err());
     }
