@@ -6,6 +6,8 @@
 
 use std::path::Path;
 
+use crate::sys::sandbox::{Confinement, Enforcement};
+
 /// What `push_pending_action` answers in a runtime without a pending-action store.
 pub const STORE_UNAVAILABLE: &str =
     "Pending action store unavailable for custom tools in this runtime.";
@@ -69,6 +71,60 @@ pub fn plugin_crashed(path: &Path, tool: &str, cause: &str) -> String {
     )
 }
 
+/// A tool error: the plugin's process could not allocate under its memory limit (`limit`
+/// bytes of address space) while it ran `tool`.
+pub fn plugin_out_of_memory(path: &Path, tool: &str, limit: u64) -> String {
+    format!(
+        "Plugin {} ran out of its memory limit ({}) while running tool \"{tool}\"",
+        path.display(),
+        crate::sys::sandbox::format_size(limit)
+    )
+}
+
+/// How `list` and `check` describe a plugin's sandbox: `landlock v6, writes confined`,
+/// `landlock v3, writes confined, network not enforced`, `unavailable`; `None` (in-process,
+/// or a child without a sandbox) is [`NO_SANDBOX`].
+pub fn sandbox_summary(confinement: Option<&Confinement>) -> String {
+    let Some(confinement) = confinement else {
+        return NO_SANDBOX.to_owned();
+    };
+    let writes = match confinement.filesystem {
+        Enforcement::Full => "writes confined",
+        Enforcement::Partial => "writes partly confined",
+        Enforcement::None | Enforcement::NotRequested => return SANDBOX_UNAVAILABLE.to_owned(),
+    };
+    let network = match confinement.network {
+        Enforcement::Full | Enforcement::Partial => ", network denied",
+        Enforcement::None => ", network not enforced",
+        Enforcement::NotRequested => "",
+    };
+    format!("landlock v{}, {writes}{network}", confinement.landlock_abi)
+}
+
+/// [`sandbox_summary`] where the kernel has no usable Landlock.
+pub const SANDBOX_UNAVAILABLE: &str = "unavailable";
+
+/// [`sandbox_summary`] of a plugin that runs in the host's process.
+pub const NO_SANDBOX: &str = "none (in-process)";
+
+/// The warning when a plugin process runs without a sandbox.
+pub fn sandbox_unavailable_warning(path: &Path) -> String {
+    format!(
+        "plugin {} runs without a sandbox: this kernel has no usable Landlock, so its writes are not confined",
+        path.display()
+    )
+}
+
+/// Why a plugin is refused under `--require-sandbox` when its process cannot be sandboxed
+/// (`LoadErrorKind::SandboxRequired`; the load error reads `refusing to run {path}: ...`).
+pub const SANDBOX_REQUIRED_NO_LANDLOCK: &str =
+    "a sandbox is required (--require-sandbox) and this kernel has no usable Landlock";
+
+/// Why a plugin is refused under `--require-sandbox` in in-process mode, which has no
+/// sandbox.
+pub const SANDBOX_REQUIRED_IN_PROCESS: &str =
+    "a sandbox is required (--require-sandbox) and in-process plugins have none";
+
 /// Appended to the crash that disables a plugin, and the error of every later call.
 pub fn plugin_disabled(path: &Path) -> String {
     format!(
@@ -107,5 +163,19 @@ mod tests {
             incompatible_api(Path::new("/p/libx.so"), "0.4.0", "0.2.0", "0.3.0"),
             "refusing to load /p/libx.so: built against xcsh-plugin-api 0.4.0, this host supports 0.2.0 to 0.3.0"
         );
+        assert_eq!(
+            plugin_out_of_memory(Path::new("/p/libx.so"), "bomb", 512 << 20),
+            "Plugin /p/libx.so ran out of its memory limit (512M) while running tool \"bomb\""
+        );
+        let confined = Confinement {
+            filesystem: Enforcement::Full,
+            network: Enforcement::NotRequested,
+            landlock_abi: 6,
+        };
+        assert_eq!(
+            sandbox_summary(Some(&confined)),
+            "landlock v6, writes confined"
+        );
+        assert_eq!(sandbox_summary(None), "none (in-process)");
     }
 }

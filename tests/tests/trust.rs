@@ -199,9 +199,14 @@ impl Project {
         }
     }
 
-    /// Run the CLI in the project, as the project's user.
+    /// Run the CLI in the project, as the project's user. The marker lies outside the
+    /// project, so the plugin process's sandbox is told to let the constructor write it
+    /// (otherwise "the constructor never ran" would hold whether it ran or not).
     fn run(&self, args: &[&str]) -> Output {
-        cli(args)
+        let marker_dir = self.marker.parent().unwrap().to_str().unwrap();
+        let mut with_marker = vec!["--allow-write", marker_dir];
+        with_marker.extend_from_slice(args);
+        cli(&with_marker)
             .current_dir(&self.cwd)
             .env("HOME", &self.home)
             .env("XCSH_FIXTURE_MARKER", &self.marker)

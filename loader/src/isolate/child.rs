@@ -2,6 +2,10 @@
 //! its factory, report its tools, then serve calls, applies and rejects until the host says
 //! stop or goes away.
 //!
+//! Before anything else runs (the runtime, the library's constructors, any thread), the child
+//! confines itself as the host's `--sandbox` policy says: resource limits, then Landlock,
+//! which binds the calling thread and every thread and process it starts later.
+//!
 //! Worker threads take turns reading the socket (leader/follower): the worker that reads a
 //! call runs it itself, after making sure another worker reads on, so a plugin that blocks
 //! never stops this child from reading a `Cancel`, and a trivial call costs no thread hop.
@@ -26,6 +30,7 @@ use super::protocol::{
 use crate::load::open::load_inherited;
 use crate::plugin_abi::{instantiate, LogSink, PluginTool, PushSink};
 use crate::store::PendingAction;
+use crate::sys::sandbox::{apply_limits, confine_filesystem, Confinement, SandboxPolicy};
 use crate::sys::spawn::{die_with_parent, parent_is, take_inherited};
 use crate::tool::{CallContext, CancelToken, Tool};
 
@@ -37,11 +42,14 @@ struct Arguments {
     path: PathBuf,
     cwd: PathBuf,
     store: bool,
+    /// The sandbox to set up before loading (JSON); none without `--sandbox`.
+    sandbox: Option<SandboxPolicy>,
 }
 
 fn parse(mut args: impl Iterator<Item = std::ffi::OsString>) -> Result<Arguments, String> {
     let (mut protocol, mut socket, mut plugin_fd, mut path, mut cwd, mut store) =
         (None, None, None, None, None, false);
+    let mut sandbox = None;
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg:?} needs a value"));
         match arg.to_str() {
@@ -51,6 +59,14 @@ fn parse(mut args: impl Iterator<Item = std::ffi::OsString>) -> Result<Arguments
             Some("--path") => path = Some(PathBuf::from(value()?)),
             Some("--cwd") => cwd = Some(PathBuf::from(value()?)),
             Some("--store") => store = true,
+            Some("--sandbox") => {
+                let text = value()?;
+                let policy = text
+                    .to_str()
+                    .and_then(|text| serde_json::from_str(text).ok())
+                    .ok_or("--sandbox needs a JSON sandbox policy")?;
+                sandbox = Some(policy);
+            }
             _ => return Err(format!("unexpected argument {arg:?}")),
         }
     }
@@ -61,6 +77,7 @@ fn parse(mut args: impl Iterator<Item = std::ffi::OsString>) -> Result<Arguments
         path: path.ok_or("--path is required")?,
         cwd: cwd.ok_or("--cwd is required")?,
         store,
+        sandbox,
     })
 }
 
@@ -83,6 +100,9 @@ pub fn child_main() -> ExitCode {
         eprintln!("xcsh-plugin-host: the process that started this one is gone");
         return ExitCode::from(2);
     }
+    // Still the only thread of this process: what Landlock confines now covers every later
+    // thread, the plugin's included.
+    let confinement = arguments.sandbox.as_ref().map(confine);
     // Only to poll plugin futures with `Handle::block_on` on the workers: plugin futures
     // bring their own runtime, so this one drives nothing.
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -95,7 +115,7 @@ pub fn child_main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let code = serve(arguments, runtime.handle().clone());
+    let code = serve(arguments, confinement, runtime.handle().clone());
     // Threads of plugin code may still be blocked: end the process without waiting for them.
     std::process::exit(code)
 }
@@ -117,7 +137,17 @@ struct Shared {
     cwd: PathBuf,
 }
 
-fn serve(arguments: Arguments, runtime: tokio::runtime::Handle) -> i32 {
+/// Set `policy`'s limits on this process and confine this thread with Landlock.
+fn confine(policy: &SandboxPolicy) -> Result<Confinement, String> {
+    apply_limits(policy).map_err(|error| error.to_string())?;
+    confine_filesystem(policy).map_err(|error| error.to_string())
+}
+
+fn serve(
+    arguments: Arguments,
+    confinement: Option<Result<Confinement, String>>,
+    runtime: tokio::runtime::Handle,
+) -> i32 {
     let (socket, plugin) = match (
         take_inherited(arguments.socket),
         take_inherited(arguments.plugin_fd),
@@ -149,8 +179,24 @@ fn serve(arguments: Arguments, runtime: tokio::runtime::Handle) -> i32 {
         });
         return 0;
     }
+    let confinement = match confinement.transpose() {
+        Ok(confinement) => confinement,
+        Err(cause) => {
+            outgoing.send(&ChildMessage::LoadFailed {
+                kind: crate::load::LoadErrorKind::PluginProcess { cause },
+            });
+            return 0;
+        }
+    };
     let actions: Arc<Mutex<HashMap<u64, PendingAction>>> = Arc::default();
-    let tools = match load(&arguments, File::from(plugin), &outgoing, &actions) {
+    let loaded = load(
+        &arguments,
+        File::from(plugin),
+        &outgoing,
+        &actions,
+        confinement,
+    );
+    let tools = match loaded {
         Ok(tools) => tools,
         Err(kind) => {
             outgoing.send(&ChildMessage::LoadFailed { kind });
@@ -290,6 +336,7 @@ fn load(
     plugin: File,
     outgoing: &Outgoing,
     actions: &Arc<Mutex<HashMap<u64, PendingAction>>>,
+    confinement: Option<Confinement>,
 ) -> Result<HashMap<String, Arc<PluginTool>>, crate::load::LoadErrorKind> {
     let library = load_inherited(&arguments.path, plugin).map_err(|error| error.kind)?;
     let sink: Option<PushSink> = arguments.store.then(|| {
@@ -341,6 +388,7 @@ fn load(
     outgoing.send(&ChildMessage::Hello {
         api_version,
         tools: definitions,
+        confinement,
     });
     Ok(tools
         .into_iter()
@@ -425,6 +473,26 @@ mod tests {
         );
         assert_eq!(parsed.path, PathBuf::from("/p/libx.so"));
         assert!(parsed.store);
+        assert_eq!(parsed.sandbox, None);
+        let policy = r#"{"writable":["/w"],"deny_network":true,"memory_limit":536870912,"max_open_files":1024,"max_processes":null}"#;
+        let base = [
+            "--protocol",
+            "1",
+            "--socket",
+            "5",
+            "--plugin-fd",
+            "6",
+            "--path",
+            "/p/libx.so",
+            "--cwd",
+            "/w",
+        ];
+        let sandboxed = parse(args(&[&base[..], &["--sandbox", policy]].concat())).unwrap();
+        let sandbox = sandboxed.sandbox.unwrap();
+        assert_eq!(sandbox.writable, vec![PathBuf::from("/w")]);
+        assert!(sandbox.deny_network);
+        assert_eq!(sandbox.memory_limit, Some(512 << 20));
+        assert!(parse(args(&[&base[..], &["--sandbox", "{not json"]].concat())).is_err());
         assert!(parse(args(&["--socket", "5"])).is_err());
         assert!(parse(args(&["--bogus"])).is_err());
     }

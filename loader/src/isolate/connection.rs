@@ -32,6 +32,7 @@ use super::protocol::{
 use super::GRACE_PERIOD;
 use crate::load::{LoadError, LoadErrorKind};
 use crate::store::PendingActionStore;
+use crate::sys::sandbox::{Confinement, SandboxPolicy};
 use crate::sys::spawn::{describe_exit, inherit_and_die_with_parent};
 use crate::tool::{CancelToken, UpdateSink};
 
@@ -67,12 +68,17 @@ pub(super) struct Launch {
     pub descriptor: Arc<File>,
     pub cwd: PathBuf,
     pub store: Option<Arc<PendingActionStore>>,
+    /// What the child may do; it confines itself before it loads the library.
+    pub sandbox: SandboxPolicy,
+    /// The session's private temporary directory, the child's `TMPDIR`.
+    pub temp_dir: Option<PathBuf>,
 }
 
 /// What the child reported at the handshake.
 pub(super) struct Hello {
     pub api_version: String,
     pub tools: Vec<ToolDefinition>,
+    pub confinement: Option<Confinement>,
 }
 
 /// How a call on a child ended.
@@ -113,6 +119,9 @@ pub(super) struct Shared {
     pub(super) stopped_by_host: Mutex<Option<String>>,
     /// It sent something malformed: killed by the host, but counted as a crash.
     pub(super) violated_protocol: AtomicBool,
+    /// It printed Rust's `memory allocation of N bytes failed` on stderr (an allocation
+    /// refused under its memory limit; the abort that follows is not a plain crash).
+    pub(super) out_of_memory: Arc<AtomicBool>,
     /// Fires when the reader thread has routed everything the child sent.
     pub(super) reader_done: CancelToken,
     /// Fires once `ended` is set.
@@ -186,6 +195,12 @@ impl Connection {
         if launch.store.is_some() {
             command.arg("--store");
         }
+        let policy = serde_json::to_string(&launch.sandbox)
+            .map_err(|e| fail(format!("cannot encode the sandbox policy: {e}")))?;
+        command.arg("--sandbox").arg(policy);
+        if let Some(temp_dir) = &launch.temp_dir {
+            command.env("TMPDIR", temp_dir);
+        }
         inherit_and_die_with_parent(&mut command, [socket_fd, plugin_fd], std::process::id());
         let mut child = command.spawn().map_err(|e| {
             fail(format!(
@@ -201,15 +216,16 @@ impl Connection {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let shared = Arc::new(Shared::default());
         let mut output = Vec::new();
         if let Some(out) = child.stdout.take() {
-            output.push(tokio::spawn(log_lines(out, name.clone())));
+            output.push(tokio::spawn(log_lines(out, name.clone(), None)));
         }
         if let Some(err) = child.stderr.take() {
-            output.push(tokio::spawn(log_lines(err, name)));
+            let out_of_memory = Arc::clone(&shared.out_of_memory);
+            output.push(tokio::spawn(log_lines(err, name, Some(out_of_memory))));
         }
         let (stop, stops) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared::default());
         let (hello_sender, hello) = oneshot::channel();
         let connection = Arc::new_cyclic(|weak: &Weak<Connection>| {
             let reader = super::reader::Reader {
@@ -280,6 +296,11 @@ impl Connection {
     pub(super) fn stopped_by_host(&self) -> bool {
         lock(&self.shared.stopped_by_host).is_some()
             && !self.shared.violated_protocol.load(Ordering::SeqCst)
+    }
+
+    /// Whether the child reported an allocation that failed (under its memory limit).
+    pub(super) fn ran_out_of_memory(&self) -> bool {
+        self.shared.out_of_memory.load(Ordering::SeqCst)
     }
 
     /// Kill the child now; `why` is recorded so its end is not counted as a crash.
@@ -370,10 +391,20 @@ impl Connection {
     }
 }
 
-/// Log each line a child writes to stdout or stderr, prefixed with the plugin's name.
-async fn log_lines(stream: impl AsyncRead + Unpin, name: String) {
+/// Log each line a child writes to stdout or stderr, prefixed with the plugin's name; on
+/// stderr, note Rust's report of a failed allocation in `out_of_memory`.
+async fn log_lines(
+    stream: impl AsyncRead + Unpin,
+    name: String,
+    out_of_memory: Option<Arc<AtomicBool>>,
+) {
     let mut lines = BufReader::new(stream).lines();
     while let Ok(Some(line)) = lines.next_line().await {
+        if let Some(flag) = &out_of_memory {
+            if line.starts_with("memory allocation of ") && line.ends_with(" failed") {
+                flag.store(true, Ordering::SeqCst);
+            }
+        }
         tracing::warn!(target: "xcsh_plugin", "[{name}] {line}");
     }
 }

@@ -19,8 +19,11 @@ use super::protocol::HostMessage;
 use super::GRACE_PERIOD;
 use crate::load::open::still_as_checked;
 use crate::load::{CheckedFile, LoadError, LoadErrorKind};
-use crate::messages::{plugin_crashed, plugin_disabled, PLUGIN_PROCESS_STOPPED};
+use crate::messages::{
+    plugin_crashed, plugin_disabled, plugin_out_of_memory, PLUGIN_PROCESS_STOPPED,
+};
 use crate::store::{BoxFuture, PendingActionStore};
+use crate::sys::sandbox::{Confinement, SandboxPolicy};
 use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec};
 
 /// Crashes within this window count towards disabling a plugin.
@@ -44,6 +47,8 @@ pub(crate) fn start(
     descriptor: File,
     cwd: &Path,
     store: Option<Arc<PendingActionStore>>,
+    sandbox: SandboxPolicy,
+    temp_dir: Option<PathBuf>,
 ) -> Result<Starting, LoadError> {
     let path = file.path();
     let runtime = background()
@@ -54,6 +59,8 @@ pub(crate) fn start(
         descriptor: Arc::new(descriptor),
         cwd: cwd.to_owned(),
         store,
+        sandbox,
+        temp_dir,
     };
     let (sender, answer) = std::sync::mpsc::channel();
     let starting = launch.clone();
@@ -73,8 +80,9 @@ impl Starting {
         &self.launch.path
     }
 
-    /// Wait for the handshake; the plugin's API version and its tools.
-    pub(crate) fn finish(self) -> Result<(String, Vec<IsolatedTool>), LoadError> {
+    /// Wait for the handshake; the plugin's API version, its tools, and what its sandbox
+    /// enforces.
+    pub(crate) fn finish(self) -> Result<Handshake, LoadError> {
         let path = self.launch.path.clone();
         let (connection, hello) = self.answer.recv().map_err(|_| {
             LoadError::new(
@@ -113,8 +121,20 @@ impl Starting {
                 plugin: Arc::clone(&plugin),
             })
             .collect();
-        Ok((hello.api_version, tools))
+        Ok(Handshake {
+            api_version: hello.api_version,
+            tools,
+            confinement: hello.confinement,
+        })
     }
+}
+
+/// What a started child reported.
+pub(crate) struct Handshake {
+    pub(crate) api_version: String,
+    pub(crate) tools: Vec<IsolatedTool>,
+    /// What its sandbox enforces; `None` from a child started without one.
+    pub(crate) confinement: Option<Confinement>,
 }
 
 /// Waits until an isolated plugin's current process has exited and its output was logged.
@@ -213,7 +233,14 @@ impl IsolatedPlugin {
 
     /// The error of a call whose child ended: the crash, and whether it disabled the plugin.
     fn crash_error(&self, connection: &Connection, tool: &str, cause: &str) -> ToolError {
-        let mut message = plugin_crashed(&self.launch.path, tool, cause);
+        let out_of_memory = connection
+            .ran_out_of_memory()
+            .then_some(self.launch.sandbox.memory_limit)
+            .flatten();
+        let mut message = match out_of_memory {
+            Some(limit) => plugin_out_of_memory(&self.launch.path, tool, limit),
+            None => plugin_crashed(&self.launch.path, tool, cause),
+        };
         if self.note_end(connection) {
             message = format!("{message}. {}", plugin_disabled(&self.launch.path));
         }

@@ -129,6 +129,9 @@ pub(crate) enum ChildMessage {
     Hello {
         api_version: String,
         tools: Vec<ToolDefinition>,
+        /// What the child's sandbox enforces (set up before the library was loaded).
+        #[serde(default)]
+        confinement: Option<crate::sys::sandbox::Confinement>,
     },
     /// The library did not load, or its factory failed; the child exits next.
     LoadFailed { kind: LoadErrorKind },

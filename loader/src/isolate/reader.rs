@@ -58,8 +58,19 @@ impl Reader {
                     log_line(&self.path, level, &message);
                     hello = waiting;
                 }
-                (ChildMessage::Hello { api_version, tools }, Some(sender)) => {
-                    let _ = sender.send(Ok(Hello { api_version, tools }));
+                (
+                    ChildMessage::Hello {
+                        api_version,
+                        tools,
+                        confinement,
+                    },
+                    Some(sender),
+                ) => {
+                    let _ = sender.send(Ok(Hello {
+                        api_version,
+                        tools,
+                        confinement,
+                    }));
                 }
                 (ChildMessage::LoadFailed { kind }, Some(sender)) => {
                     let _ = sender.send(Err(kind));

@@ -109,6 +109,13 @@ pub enum LoadErrorKind {
         /// What went wrong, and how to fix it.
         cause: String,
     },
+    /// A sandbox is required (`--require-sandbox`) and this plugin's code cannot run in one:
+    /// the kernel has no Landlock, or the session runs plugins in-process.
+    #[error("{}", if *in_process { messages::SANDBOX_REQUIRED_IN_PROCESS } else { messages::SANDBOX_REQUIRED_NO_LANDLOCK })]
+    SandboxRequired {
+        /// Whether the session runs plugins in-process (else: no Landlock).
+        in_process: bool,
+    },
     /// Two tools share a name; the later one is skipped.
     #[error("{}", messages::name_conflict(name))]
     NameConflict {
@@ -143,6 +150,7 @@ impl LoadError {
     pub fn cause(&self) -> String {
         match &self.kind {
             LoadErrorKind::IncompatibleVersion { .. } => format!("refusing to load: {}", self.kind),
+            LoadErrorKind::SandboxRequired { .. } => format!("refusing to run: {}", self.kind),
             LoadErrorKind::Untrusted { .. } => format!(
                 "{}; review it, then trust it with: {}",
                 self.kind,
@@ -162,6 +170,9 @@ impl LoadError {
                 oldest,
                 host,
             } => messages::incompatible_api(&self.path, found, oldest, host),
+            LoadErrorKind::SandboxRequired { .. } => {
+                format!("refusing to run {}: {}", self.path.display(), self.kind)
+            }
             _ => format!("{}: {}", self.path.display(), self.cause()),
         }
     }

@@ -18,6 +18,7 @@ use crate::load::{load_checked, CheckedFile, LoadError, LoadErrorKind, PluginLib
 use crate::resolve::resolve_spec;
 use crate::resolve::steering::SteeringMessage;
 use crate::store::PendingActionStore;
+use crate::sys::sandbox::{SandboxPolicy, DEFAULT_MAX_OPEN_FILES, DEFAULT_MEMORY_LIMIT};
 use crate::tool::Tool;
 
 use super::Session;
@@ -38,6 +39,10 @@ pub struct SessionBuilder {
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     plugin_host: Option<PathBuf>,
     inline_calls: bool,
+    /// The plugin processes' sandbox, except their writable directories, which are the
+    /// session's working directory, its private temporary directory and these.
+    sandbox: SandboxPolicy,
+    require_sandbox: bool,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -69,7 +74,58 @@ impl SessionBuilder {
             isolation: Isolation::default(),
             plugin_host: None,
             inline_calls: false,
+            sandbox: SandboxPolicy {
+                writable: Vec::new(),
+                deny_network: false,
+                memory_limit: Some(DEFAULT_MEMORY_LIMIT),
+                max_open_files: Some(DEFAULT_MAX_OPEN_FILES),
+                max_processes: None,
+            },
+            require_sandbox: false,
         }
+    }
+
+    /// Let plugin processes write under `path` too (besides the working directory and their
+    /// private temporary directory). Repeatable. No effect in-process (no sandbox there).
+    pub fn allow_write(mut self, path: impl Into<PathBuf>) -> Self {
+        self.sandbox.writable.push(path.into());
+        self
+    }
+
+    /// Refuse to load a plugin whose process cannot be sandboxed (a kernel without Landlock)
+    /// instead of warning (default: warn).
+    pub fn require_sandbox(mut self, require: bool) -> Self {
+        self.require_sandbox = require;
+        self
+    }
+
+    /// The address-space limit of each plugin process, in bytes (default
+    /// [`DEFAULT_MEMORY_LIMIT`], 4 GiB; `None` keeps the host's own limit).
+    pub fn memory_limit(mut self, bytes: Option<u64>) -> Self {
+        self.sandbox.memory_limit = bytes;
+        self
+    }
+
+    /// The open-descriptor limit of each plugin process (default
+    /// [`DEFAULT_MAX_OPEN_FILES`]; `None` keeps the host's own limit).
+    pub fn max_open_files(mut self, limit: Option<u64>) -> Self {
+        self.sandbox.max_open_files = limit;
+        self
+    }
+
+    /// `RLIMIT_NPROC` for each plugin process (default: unset). The kernel counts it over
+    /// all of the user's processes and threads, and root is exempt: set it well above what
+    /// the user already runs.
+    pub fn max_processes(mut self, limit: Option<u64>) -> Self {
+        self.sandbox.max_processes = limit;
+        self
+    }
+
+    /// Deny plugin processes TCP connects and binds (needs Landlock ABI 4, Linux 6.7;
+    /// reported as not enforced on older kernels).
+    pub fn deny_network(mut self, deny: bool) -> Self {
+        self.sandbox.deny_network = deny;
+        self
     }
 
     /// Where plugin code runs (default: [`Isolation::Process`] on Linux, where it is
@@ -182,6 +238,8 @@ impl SessionBuilder {
             default_timeout: self.default_timeout,
             #[cfg(target_os = "linux")]
             children: Vec::new(),
+            #[cfg(target_os = "linux")]
+            temp_dir: None,
         };
         for tool in self.builtins {
             if let Err(error) = session.register(tool) {
@@ -206,6 +264,21 @@ impl SessionBuilder {
             #[cfg(target_os = "linux")]
             Isolation::Process => {
                 let host = find_plugin_host(self.plugin_host.as_ref());
+                let mut sandbox = self.sandbox.clone();
+                sandbox.writable.insert(0, session.cwd.clone());
+                // 0700, under the system's temporary directory, removed with the session.
+                session.temp_dir = tempfile::Builder::new()
+                    .prefix("xcsh-plugins-")
+                    .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                    .tempdir()
+                    .inspect_err(|error| {
+                        tracing::warn!(
+                            "cannot create a private temporary directory for plugin processes: {error}"
+                        );
+                    })
+                    .ok();
+                let temp_dir = session.temp_dir.as_ref().map(|dir| dir.path().to_owned());
+                sandbox.writable.extend(temp_dir.clone());
                 // Every child starts before the first handshake is awaited: they load in
                 // parallel.
                 let started = candidates
@@ -222,14 +295,24 @@ impl SessionBuilder {
                             descriptor,
                             &session.cwd,
                             session.store.clone(),
+                            sandbox.clone(),
+                            temp_dir.clone(),
                         )
                     })
                     .collect();
-                session.finish_isolated(started);
+                session.finish_isolated(started, self.require_sandbox);
             }
             // In-process, and where process isolation is not available.
             _ => {
                 for candidate in candidates {
+                    if self.require_sandbox {
+                        // In-process there is no sandbox to require.
+                        session.load_errors.push(LoadError::new(
+                            &candidate.path,
+                            LoadErrorKind::SandboxRequired { in_process: true },
+                        ));
+                        continue;
+                    }
                     session.load_plugin(&candidate, &mut loader);
                 }
             }

@@ -41,6 +41,8 @@ pub struct LoadedPlugin {
     pub api_version: xcsh_plugin_api::ffi::ApiVersion,
     /// Where its code runs.
     pub isolation: Isolation,
+    /// What its process's sandbox enforces; `None` in-process (no sandbox).
+    pub sandbox: Option<crate::sandbox::Confinement>,
 }
 
 /// One agent session: its tools, its store, its steering queue.
@@ -58,6 +60,9 @@ pub struct Session {
     /// What ends when the session's plugin processes have exited (see [`Session::close`]).
     #[cfg(target_os = "linux")]
     children: Vec<crate::isolate::plugin::ChildrenGone>,
+    /// The plugin processes' private `TMPDIR`, removed when the session ends.
+    #[cfg(target_os = "linux")]
+    pub(super) temp_dir: Option<tempfile::TempDir>,
 }
 
 impl std::fmt::Debug for Session {
@@ -133,6 +138,7 @@ impl Session {
                     path: candidate.path.clone(),
                     api_version: library.api_version(),
                     isolation: Isolation::InProcess,
+                    sandbox: None,
                 });
                 instantiate(
                     library,
@@ -160,16 +166,38 @@ impl Session {
     fn finish_isolated(
         &mut self,
         started: Vec<Result<crate::isolate::plugin::Starting, LoadError>>,
+        require_sandbox: bool,
     ) {
         for starting in started {
             let finished = starting.and_then(|starting| {
                 let path = starting.path().to_owned();
-                starting
-                    .finish()
-                    .map(|(api_version, tools)| (path, api_version, tools))
+                starting.finish().map(|handshake| (path, handshake))
             });
             match finished {
-                Ok((path, api_version, tools)) => {
+                Ok((path, handshake)) => {
+                    let crate::isolate::plugin::Handshake {
+                        api_version,
+                        tools,
+                        confinement,
+                    } = handshake;
+                    let confined = confinement.as_ref().is_some_and(|c| {
+                        matches!(
+                            c.filesystem,
+                            crate::sandbox::Enforcement::Full
+                                | crate::sandbox::Enforcement::Partial
+                        )
+                    });
+                    if !confined {
+                        if require_sandbox {
+                            // Dropping its tools stops the process.
+                            self.load_errors.push(LoadError::new(
+                                &path,
+                                LoadErrorKind::SandboxRequired { in_process: false },
+                            ));
+                            continue;
+                        }
+                        tracing::warn!("{}", crate::messages::sandbox_unavailable_warning(&path));
+                    }
                     // The parent checked the marker before the child started; the child
                     // reports what it loaded.
                     let Some(api_version) = xcsh_plugin_api::ffi::ApiVersion::parse(&api_version)
@@ -191,6 +219,7 @@ impl Session {
                         path,
                         api_version,
                         isolation: Isolation::Process,
+                        sandbox: confinement,
                     });
                     for tool in tools {
                         if let Err(error) = self.register(Arc::new(tool)) {

@@ -28,6 +28,51 @@ pub struct SandboxPolicy {
     pub max_processes: Option<u64>,
 }
 
+/// The address-space limit (`RLIMIT_AS`) of a plugin process unless the session says
+/// otherwise: 4 GiB, room for a plugin's runtime threads (each reserves stack and malloc
+/// arenas) and a large library, while an allocation bomb still ends within seconds.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 4 << 30;
+
+/// The open-descriptor limit (`RLIMIT_NOFILE`) of a plugin process unless the session says
+/// otherwise (never above the limit the host itself has).
+pub const DEFAULT_MAX_OPEN_FILES: u64 = 1024;
+
+/// Parse a size as the command line spells it: bytes, or a number with `K`, `M`, `G` or `T`
+/// (powers of 1024; an optional trailing `B` or `iB`).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let upper = trimmed.to_ascii_uppercase();
+    let upper = upper
+        .strip_suffix("IB")
+        .or_else(|| upper.strip_suffix('B'))
+        .unwrap_or(&upper);
+    let (digits, shift) = match upper.chars().last() {
+        Some('K') => (&upper[..upper.len() - 1], 10),
+        Some('M') => (&upper[..upper.len() - 1], 20),
+        Some('G') => (&upper[..upper.len() - 1], 30),
+        Some('T') => (&upper[..upper.len() - 1], 40),
+        _ => (upper, 0),
+    };
+    let number: u64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (use e.g. 512M or 2G)"))?;
+    number
+        .checked_mul(1u64 << shift)
+        .filter(|bytes| *bytes > 0)
+        .ok_or_else(|| format!("{text:?} is not a usable size"))
+}
+
+/// A size for messages: `512M`, `4G`, or bytes when it is not a whole number of KiB.
+pub fn format_size(bytes: u64) -> String {
+    for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes} bytes")
+}
+
 /// How far a part of the sandbox is enforced by the running kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -163,6 +208,14 @@ pub fn apply_limits(policy: &SandboxPolicy) -> Result<(), SandboxError> {
             error: error.into(),
         })
     };
+    use rustix::process::getrlimit;
+    // Never above what this process already has: raising a hard limit is not ours to do.
+    let set = |what: &'static str, resource: Resource, limit: u64| {
+        let limit = getrlimit(resource)
+            .maximum
+            .map_or(limit, |maximum| maximum.min(limit));
+        set(what, resource, limit)
+    };
     set("core dump size", Resource::Core, 0)?;
     if let Some(limit) = policy.memory_limit {
         set("memory", Resource::As, limit)?;
@@ -180,6 +233,21 @@ pub fn apply_limits(policy: &SandboxPolicy) -> Result<(), SandboxError> {
 #[allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_parse_and_print_as_the_command_line_spells_them() {
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("1024"), Ok(1024));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("99999999999T").is_err());
+        assert_eq!(format_size(512 << 20), "512M");
+        assert_eq!(format_size(DEFAULT_MEMORY_LIMIT), "4G");
+        assert_eq!(format_size(1000), "1000 bytes");
+    }
 
     /// Landlock binds the thread that restricts itself; a fresh thread keeps the test
     /// process itself unconfined.

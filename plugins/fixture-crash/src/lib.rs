@@ -34,6 +34,33 @@ enum Fault {
     /// Writes a frame header announcing 4 GiB, then garbage, to every socket of its process
     /// (under process isolation: the protocol socket).
     Garble,
+    /// Writes `{"path"}` (`"x"`); answers `wrote` or `error: <io error>` (issue 14).
+    WriteFile,
+    /// Renames `{"from"}` to `{"to"}`; answers `renamed` or `error: <io error>`.
+    Rename,
+    /// Runs `sh -c {"command"}`; answers `exit <status>` and its stderr.
+    Shell,
+    /// Allocates and touches 16 MiB blocks until an allocation fails (the process aborts).
+    AllocBomb,
+    /// Connects to `{"addr"}` over TCP (127.0.0.1 only); answers `connected` or
+    /// `error: <io error>`.
+    Connect,
+}
+
+/// `params[key]` as a string, or a tool error naming it.
+fn string_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, PluginError> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| PluginError::new(format!("missing string parameter \"{key}\"")))
+}
+
+/// `wrote`-style success text, or `error: <cause>`.
+fn outcome(done: &str, result: std::io::Result<()>) -> AgentToolResult {
+    AgentToolResult::text(match result {
+        Ok(()) => done.to_owned(),
+        Err(error) => format!("error: {error}"),
+    })
 }
 
 struct CrashTool {
@@ -70,7 +97,7 @@ impl CustomTool for CrashTool {
     async fn execute(
         &self,
         _id: String,
-        _params: Value,
+        params: Value,
         ctx: ToolContext,
     ) -> Result<AgentToolResult, PluginError> {
         match self.fault {
@@ -124,6 +151,51 @@ impl CustomTool for CrashTool {
                 Ok(AgentToolResult::text(format!(
                     "garbled {garbled} socket(s)"
                 )))
+            }
+            Fault::WriteFile => {
+                let path = self.api.resolve_path(string_param(&params, "path")?);
+                Ok(outcome("wrote", std::fs::write(path, b"x")))
+            }
+            Fault::Rename => {
+                let from = self.api.resolve_path(string_param(&params, "from")?);
+                let to = self.api.resolve_path(string_param(&params, "to")?);
+                Ok(outcome("renamed", std::fs::rename(from, to)))
+            }
+            Fault::Shell => {
+                let command = string_param(&params, "command")?;
+                let ran = std::process::Command::new("sh")
+                    .args(["-c", command])
+                    .current_dir(self.api.cwd())
+                    .output();
+                Ok(AgentToolResult::text(match ran {
+                    Ok(output) => format!(
+                        "exit {}: {}",
+                        output.status.code().unwrap_or(-1),
+                        String::from_utf8_lossy(&output.stderr).trim()
+                    ),
+                    Err(error) => format!("error: {error}"),
+                }))
+            }
+            Fault::AllocBomb => {
+                let mut blocks = Vec::new();
+                loop {
+                    blocks.push(vec![1u8; 16 << 20]);
+                    std::hint::black_box(&blocks);
+                    if blocks.len() > 1 << 16 {
+                        return Ok(AgentToolResult::text("allocated 1 TiB"));
+                    }
+                }
+            }
+            Fault::Connect => {
+                let addr: std::net::SocketAddr = string_param(&params, "addr")?
+                    .parse()
+                    .map_err(|e| PluginError::new(format!("bad address: {e}")))?;
+                if !addr.ip().is_loopback() {
+                    return Err(PluginError::new("only loopback addresses"));
+                }
+                let connected =
+                    std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map(drop);
+                Ok(outcome("connected", connected))
             }
             Fault::Preview => {
                 let target = self.api.resolve_path("applied.txt");
@@ -188,6 +260,11 @@ fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
         ("print", Fault::Print),
         ("crash_preview", Fault::Preview),
         ("garble", Fault::Garble),
+        ("write_file", Fault::WriteFile),
+        ("rename", Fault::Rename),
+        ("shell", Fault::Shell),
+        ("alloc_bomb", Fault::AllocBomb),
+        ("connect", Fault::Connect),
     ];
     Ok(tools
         .into_iter()

@@ -64,16 +64,21 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
     let mut tools = Vec::new();
     let mut api_version = None;
     let mut isolation = None;
+    let mut sandbox = None;
     if path.is_file() {
-        let session = Session::builder(&host.cwd)
+        let builder = Session::builder(&host.cwd)
             .default_dirs(false)
             .plugin(&path)
-            .isolation(host.isolation)
-            .build();
+            .isolation(host.isolation);
+        let session = host.sandbox.apply(builder).build();
         isolation = session
             .plugins()
             .first()
             .map(|p| p.isolation.as_str().to_owned());
+        sandbox = session
+            .plugins()
+            .first()
+            .map(|p| xcsh_loader::messages::sandbox_summary(p.sandbox.as_ref()));
         problems.extend(session.load_errors().iter().map(|e| e.cause()));
         api_version = session.plugins().first().map(|p| p.api_version.to_string());
         for spec in session.tools() {
@@ -115,6 +120,7 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
         capabilities: api_version.as_deref().map(xcsh_plugin_api::capabilities_of),
         api_version,
         isolation,
+        sandbox,
         tools,
         problems,
     }

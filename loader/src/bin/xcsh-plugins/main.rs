@@ -52,6 +52,20 @@ struct Cli {
     /// the default on Linux) or `in-process` (inside this process; the only mode elsewhere).
     #[arg(long, value_name = "MODE", global = true)]
     isolation: Option<xcsh_loader::Isolation>,
+    /// Let plugin processes write under PATH too (repeatable); by default they may write only
+    /// under --cwd and a private temporary directory.
+    #[arg(long = "allow-write", value_name = "PATH", global = true)]
+    allow_write: Vec<PathBuf>,
+    /// Refuse to load plugins that cannot be sandboxed (no Landlock, or --isolation in-process)
+    /// instead of warning.
+    #[arg(long, global = true)]
+    require_sandbox: bool,
+    /// The address-space limit of each plugin process: bytes, or with K, M, G (default 4G).
+    #[arg(long, value_name = "SIZE", global = true, value_parser = xcsh_loader::sandbox::parse_size)]
+    memory_limit: Option<u64>,
+    /// Deny plugin processes TCP connects and listens (Landlock ABI 4, Linux 6.7 and later).
+    #[arg(long, global = true)]
+    deny_network: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -84,14 +98,43 @@ pub struct HostOptions {
     pub default_dirs: bool,
     pub cwd: PathBuf,
     pub isolation: xcsh_loader::Isolation,
+    /// What plugin processes may do besides the defaults.
+    pub sandbox: SandboxOptions,
+}
+
+/// The sandbox options of the command line (see the README's "Isolation").
+#[derive(Debug, Clone, Default)]
+pub struct SandboxOptions {
+    pub allow_write: Vec<PathBuf>,
+    pub require: bool,
+    /// `None`: the loader's default.
+    pub memory_limit: Option<u64>,
+    pub deny_network: bool,
+}
+
+impl SandboxOptions {
+    /// `builder` with these options.
+    pub fn apply(&self, builder: xcsh_loader::SessionBuilder) -> xcsh_loader::SessionBuilder {
+        let mut builder = builder
+            .require_sandbox(self.require)
+            .deny_network(self.deny_network);
+        if let Some(limit) = self.memory_limit {
+            builder = builder.memory_limit(Some(limit));
+        }
+        for path in &self.allow_write {
+            builder = builder.allow_write(path);
+        }
+        builder
+    }
 }
 
 impl HostOptions {
     /// A session builder for these options, with the built-in tools.
     pub fn session(&self) -> xcsh_loader::SessionBuilder {
-        let mut builder = xcsh_loader::Session::builder(&self.cwd)
+        let builder = xcsh_loader::Session::builder(&self.cwd)
             .default_dirs(self.default_dirs)
             .isolation(self.isolation);
+        let mut builder = self.sandbox.apply(builder);
         for plugin in &self.plugins {
             builder = builder.plugin(plugin);
         }
@@ -179,6 +222,16 @@ fn run(cli: Cli, output: &mut Output) -> Result<ExitCode, CliError> {
         default_dirs: !cli.no_default_dirs,
         cwd: session_cwd(cli.cwd)?,
         isolation: cli.isolation.unwrap_or_default(),
+        sandbox: SandboxOptions {
+            allow_write: cli
+                .allow_write
+                .iter()
+                .map(|path| std::path::absolute(path).unwrap_or_else(|_| path.clone()))
+                .collect(),
+            require: cli.require_sandbox,
+            memory_limit: cli.memory_limit,
+            deny_network: cli.deny_network,
+        },
     };
     // Two workers: while the interactive prompt of `call` blocks one, the other still sees a
     // Ctrl-C and ends the session properly (see `call`).

@@ -35,6 +35,9 @@ pub struct ListedPlugin {
     pub api_version: String,
     pub capabilities: Vec<&'static str>,
     pub isolation: &'static str,
+    /// What its process's sandbox enforces (`landlock v6, writes confined`, `unavailable`,
+    /// `none (in-process)`).
+    pub sandbox: String,
 }
 
 impl From<&LoadedPlugin> for ListedPlugin {
@@ -45,6 +48,7 @@ impl From<&LoadedPlugin> for ListedPlugin {
             capabilities: xcsh_plugin_api::capabilities_of(&api_version),
             api_version,
             isolation: plugin.isolation.as_str(),
+            sandbox: xcsh_loader::messages::sandbox_summary(plugin.sandbox.as_ref()),
         }
     }
 }
@@ -188,6 +192,8 @@ pub struct FileCheck {
     pub capabilities: Option<Vec<&'static str>>,
     /// Where its code ran: `process` or `in-process`, once it loaded.
     pub isolation: Option<String>,
+    /// What its process's sandbox enforced, once it loaded (see [`ListedPlugin::sandbox`]).
+    pub sandbox: Option<String>,
     pub tools: Vec<CheckedTool>,
     pub problems: Vec<String>,
 }

@@ -54,6 +54,15 @@ impl Text for ListReport {
                 tool.isolation
             )?;
         }
+        for plugin in &self.plugins {
+            writeln!(
+                to.out,
+                "plugin {} ({}; sandbox: {})",
+                sanitize(&plugin.path),
+                plugin.isolation,
+                sanitize(&plugin.sandbox)
+            )?;
+        }
         for error in &self.errors {
             match &error.untrusted {
                 Some(plugin) => {
@@ -88,9 +97,10 @@ impl Text for FileCheck {
         if self.problems.is_empty() {
             let version = self.api_version.as_deref().unwrap_or("?");
             let isolation = self.isolation.as_deref().unwrap_or("?");
+            let sandbox = self.sandbox.as_deref().unwrap_or("?");
             writeln!(
                 to.out,
-                "ok {path} (xcsh-plugin-api {version}, isolation {isolation})"
+                "ok {path} (xcsh-plugin-api {version}, isolation {isolation}, sandbox: {sandbox})"
             )?;
             for tool in &self.tools {
                 writeln!(
