@@ -26,14 +26,11 @@ mod proxy;
 mod reader;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[cfg(target_os = "linux")]
 pub use child::child_main;
 
-/// How long a call that was timed out or cancelled may take to end on its own before its
-/// plugin process is killed (or, in-process, before the call is reported abandoned).
-pub(crate) const GRACE_PERIOD: Duration = Duration::from_millis(750);
+pub(crate) use crate::tool::GRACE_PERIOD;
 
 /// The environment variable naming the `xcsh-plugin-host` executable.
 pub const PLUGIN_HOST_ENV: &str = "XCSH_PLUGIN_HOST";

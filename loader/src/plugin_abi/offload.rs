@@ -15,9 +15,9 @@ use serde_json::Value;
 use xcsh_plugin_api::ffi::{FfiToolDef, ToolContextBox};
 use xcsh_plugin_api::AgentToolResult;
 
-use crate::isolate::GRACE_PERIOD;
 use crate::messages;
 use crate::store::BoxFuture;
+use crate::tool::GRACE_PERIOD;
 use crate::tool::{CancelToken, ToolError};
 
 /// The calls of one tool running off the runtime, by tool-call id; each token fires when its

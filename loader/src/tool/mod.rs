@@ -6,6 +6,10 @@
 mod outcome;
 
 pub(crate) use outcome::{bounded, Interrupted};
+
+/// How long a call that was timed out or cancelled may take to end on its own before its
+/// plugin process is killed (or, in-process, before the call is reported abandoned).
+pub(crate) const GRACE_PERIOD: std::time::Duration = std::time::Duration::from_millis(750);
 pub use outcome::{CallOptions, ToolOutcome};
 
 use std::path::PathBuf;
