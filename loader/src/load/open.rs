@@ -226,6 +226,44 @@ fn check_api_version(path: &Path, marker: ApiMarker) -> Result<ApiVersion, LoadE
     }
 }
 
+/// The checks a library passes before any of its code may run: headers that lie inside the
+/// file, and a version marker this host supports. Only the headers and the dynamic symbol
+/// table are read.
+fn check_before_running<'data, R: object::ReadRef<'data>>(
+    path: &Path,
+    data: R,
+) -> Result<ApiVersion, LoadError> {
+    check_library(data)
+        .map_err(|cause| LoadError::new(path, LoadErrorKind::NotALibrary { cause }))?;
+    check_api_version(path, read_api_marker(data))
+}
+
+impl CheckedFile {
+    /// [`check_before_running`] on what loading this file would map (its pinned bytes, or the
+    /// open file), and what to hand to the dynamic loader. An open file written since it was
+    /// checked (the header check included) is refused.
+    fn check_before_running(&self) -> Result<(LoadSource<'_>, ApiVersion), LoadError> {
+        match self.pinned.get() {
+            Some(Ok(pinned)) => {
+                let version = check_before_running(&self.path, pinned.bytes.as_slice())?;
+                Ok((LoadSource::Bytes(&pinned.bytes), version))
+            }
+            Some(Err(failed)) => Err(failed.clone()),
+            None => {
+                let version =
+                    check_before_running(&self.path, &object::ReadCache::new(&*self.file))?;
+                if !self.unchanged() {
+                    return Err(LoadError::new(
+                        &self.path,
+                        LoadErrorKind::ChangedWhileLoading,
+                    ));
+                }
+                Ok((LoadSource::Opened(&self.file), version))
+            }
+        }
+    }
+}
+
 /// Check the root module's layout and initialise it, letting the plugin be *older* than the
 /// host.
 ///
@@ -284,26 +322,7 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
     {
         return Err(error(LoadErrorKind::ChangedSinceLoaded));
     }
-    let (source, api_version) = match file.pinned.get() {
-        Some(Ok(pinned)) => {
-            let bytes = pinned.bytes.as_slice();
-            check_library(bytes).map_err(|cause| error(LoadErrorKind::NotALibrary { cause }))?;
-            let version = check_api_version(path, read_api_marker(bytes))?;
-            (LoadSource::Bytes(&pinned.bytes), version)
-        }
-        Some(Err(failed)) => return Err(failed.clone()),
-        None => {
-            let reader = object::ReadCache::new(&*file.file);
-            check_library(&reader).map_err(|cause| error(LoadErrorKind::NotALibrary { cause }))?;
-            let version = check_api_version(path, read_api_marker(&reader))?;
-            // Written since it was checked (the header check included): refuse before any of
-            // its code runs.
-            if !file.unchanged() {
-                return Err(error(LoadErrorKind::ChangedWhileLoading));
-            }
-            (LoadSource::Opened(&file.file), version)
-        }
-    };
+    let (source, api_version) = file.check_before_running()?;
     let outcome = match map_library(path, source, api_version) {
         Ok(library) => Ok(library),
         Err(MapFailure::Retry(error)) => return Err(error),
@@ -367,11 +386,7 @@ fn map_library(
 /// bytes). `path` is the original file, for messages.
 #[cfg(target_os = "linux")]
 pub(crate) fn load_inherited(path: &Path, file: File) -> Result<PluginLibrary, LoadError> {
-    let reader = object::ReadCache::new(&file);
-    check_library(&reader)
-        .map_err(|cause| LoadError::new(path, LoadErrorKind::NotALibrary { cause }))?;
-    let api_version = check_api_version(path, read_api_marker(&reader))?;
-    drop(reader);
+    let api_version = check_before_running(path, &object::ReadCache::new(&file))?;
     map_library(path, LoadSource::Opened(&file), api_version).map_err(|failure| match failure {
         MapFailure::Retry(error) | MapFailure::Final(error) => error,
     })
@@ -386,22 +401,7 @@ pub(crate) fn descriptor_for_child(file: &CheckedFile) -> Result<File, LoadError
     let error = |kind| LoadError::new(path, kind);
     // The header and version checks run here, in the host, so a plugin this host would refuse
     // never gets a process to run its constructors in.
-    match file.pinned.get() {
-        Some(Ok(pinned)) => {
-            let bytes = pinned.bytes.as_slice();
-            check_library(bytes).map_err(|cause| error(LoadErrorKind::NotALibrary { cause }))?;
-            check_api_version(path, read_api_marker(bytes))?;
-        }
-        Some(Err(failed)) => return Err(failed.clone()),
-        None => {
-            let reader = object::ReadCache::new(&*file.file);
-            check_library(&reader).map_err(|cause| error(LoadErrorKind::NotALibrary { cause }))?;
-            check_api_version(path, read_api_marker(&reader))?;
-        }
-    }
-    if file.pinned.get().is_none() && !file.unchanged() {
-        return Err(error(LoadErrorKind::ChangedWhileLoading));
-    }
+    file.check_before_running()?;
     let loaded_here = cache()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
