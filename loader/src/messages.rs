@@ -8,12 +8,10 @@ use std::path::Path;
 
 use crate::sys::sandbox::{Confinement, Enforcement};
 
-/// What `push_pending_action` answers in a runtime without a pending-action store.
-pub const STORE_UNAVAILABLE: &str =
-    "Pending action store unavailable for custom tools in this runtime.";
-
-/// `resolve`'s error when nothing is pending.
-pub const NO_PENDING_ACTION: &str = "No pending action to resolve. Nothing to apply or discard.";
+/// What `push_pending_action` answers in a runtime without a pending-action store, and
+/// `resolve`'s error when nothing is pending. Both are defined by the plugin API, which plugins
+/// and its test harness share with every host.
+pub use xcsh_plugin_api::{NO_PENDING_ACTION, STORE_UNAVAILABLE};
 
 /// The name of the hidden tool that applies or discards pending actions.
 pub const RESOLVE_TOOL_NAME: &str = "resolve";

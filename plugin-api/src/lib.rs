@@ -100,6 +100,16 @@ pub mod ffi {
 }
 
 pub use api::{CustomToolApi, Logger};
+
+/// What [`CustomToolApi::push_pending_action`] fails with in a runtime without a
+/// pending-action store. A tool that can do without one (a preview that is only shown, for
+/// instance) compares the error's message with this.
+pub const STORE_UNAVAILABLE: &str =
+    "Pending action store unavailable for custom tools in this runtime.";
+
+/// What a host's `resolve` answers when nothing is pending (the `testing` harness answers
+/// the same).
+pub const NO_PENDING_ACTION: &str = "No pending action to resolve. Nothing to apply or discard.";
 pub use compat::{
     capabilities_of, Capability, API_VERSION, CAPABILITIES, OLDEST_SUPPORTED_API_VERSION,
 };

@@ -68,9 +68,7 @@ use crate::ffi::{
 };
 use crate::{AgentToolResult, CustomToolApi, PluginError, ToolSet};
 
-/// What `push_pending_action` answers in a runtime without a store (as in `xcsh-loader`).
-pub const STORE_UNAVAILABLE: &str =
-    "Pending action store unavailable for custom tools in this runtime.";
+pub use crate::STORE_UNAVAILABLE;
 
 /// Why a test step failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -97,7 +95,7 @@ pub enum TestError {
     #[error("{0}")]
     Tool(String),
     /// Nothing is pending (or no action at that index).
-    #[error("No pending action to resolve. Nothing to apply or discard.")]
+    #[error("{}", crate::NO_PENDING_ACTION)]
     NothingPending,
 }
 

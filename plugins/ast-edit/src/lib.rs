@@ -27,7 +27,7 @@ use serde_json::Value;
 use xcsh_plugin_api::__private::PluginFactory;
 use xcsh_plugin_api::{
     AgentToolResult, CustomTool, CustomToolApi, CustomToolPendingAction, PluginError, ToolContext,
-    ToolSet,
+    ToolSet, STORE_UNAVAILABLE,
 };
 
 pub use params::{AstEditParams, RewriteOp};
@@ -41,10 +41,6 @@ use search::Outcome;
 pub const AST_EDIT_TOOL_NAME: &str = "ast_edit";
 /// The tool's label.
 pub const AST_EDIT_TOOL_LABEL: &str = "AST Edit";
-/// The error a push gets in a runtime without a pending-action store (SPEC 3). The plugin API
-/// carries it only as a message, so this is the SPEC's exact text.
-pub const STORE_UNAVAILABLE: &str =
-    "Pending action store unavailable for custom tools in this runtime.";
 
 /// The description for the model, naming the languages of this build.
 fn description() -> &'static str {
