@@ -47,9 +47,15 @@ pub fn name_conflict(name: &str) -> String {
 /// support.
 pub fn incompatible_api(path: &Path, plugin: &str, oldest: &str, host: &str) -> String {
     format!(
-        "refusing to load {}: built against xcsh-plugin-api {plugin}, this host supports {oldest} to {host}",
-        path.display()
+        "refusing to load {}: {}",
+        path.display(),
+        incompatible_api_cause(plugin, oldest, host)
     )
+}
+
+/// [`incompatible_api`] without the leading `refusing to load {path}: `.
+pub fn incompatible_api_cause(plugin: &str, oldest: &str, host: &str) -> String {
+    format!("built against xcsh-plugin-api {plugin}, this host supports {oldest} to {host}")
 }
 
 /// Appended to a timeout or cancellation of an in-process plugin call whose code did not

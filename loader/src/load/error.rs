@@ -41,7 +41,7 @@ pub enum LoadErrorKind {
     NoRootModule,
     /// Built against an `xcsh-plugin-api` version this host does not support, or without the
     /// version marker (0.1). Found in the file before it is loaded: nothing of it ran.
-    #[error("built against xcsh-plugin-api {found}, this host supports {oldest} to {host}")]
+    #[error("{}", messages::incompatible_api_cause(found, oldest, host))]
     IncompatibleVersion {
         /// The version the plugin was built against (for a library without a marker, a
         /// description of that).
