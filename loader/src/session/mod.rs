@@ -374,38 +374,21 @@ impl Session {
     /// timeout. Returns what each rejection gave, newest first (empty when nothing was
     /// pending). Calling it again finds nothing left to reject.
     pub async fn close(&self) -> Vec<ToolOutcome> {
-        let Some(store) = &self.store else {
-            return Vec::new();
-        };
         let mut outcomes = Vec::new();
-        while let Some(action) = store.pop() {
-            let label = action.label().to_owned();
-            let (_apply, reject) = action.into_callbacks();
-            let Some(reject) = reject else {
-                outcomes.push(ToolOutcome::success(
-                    xcsh_plugin_api::AgentToolResult::text(crate::messages::discarded(
-                        &label,
-                        crate::messages::SESSION_ENDED,
-                    )),
-                ));
-                continue;
+        loop {
+            // A discard through `resolve`, so the texts and details are `resolve`'s own.
+            let args = ResolveArgs {
+                action: crate::resolve::ResolveAction::Discard,
+                reason: crate::messages::SESSION_ENDED.to_owned(),
             };
             let cancel = crate::tool::CancelToken::new();
-            let reason = crate::messages::SESSION_ENDED.to_owned();
-            outcomes.push(
-                match bounded(reject(reason), &cancel, self.default_timeout).await {
-                    Ok(Ok(Some(result))) => ToolOutcome::success(result),
-                    Ok(Ok(None)) => ToolOutcome::success(xcsh_plugin_api::AgentToolResult::text(
-                        crate::messages::discarded(&label, crate::messages::SESSION_ENDED),
-                    )),
-                    Ok(Err(error)) => ToolOutcome::error(error.message()),
-                    Err(interrupted) => ToolOutcome::error(format!(
-                        "reject of \"{label}\" {interrupted} while the session ended"
-                    )),
-                },
-            );
+            let outcome =
+                run_resolve(self.store.as_deref(), args, &cancel, self.default_timeout).await;
+            if outcome.is_error && outcome.text() == crate::messages::NO_PENDING_ACTION {
+                return outcomes;
+            }
+            outcomes.push(outcome);
         }
-        outcomes
     }
 }
 
