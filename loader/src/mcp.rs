@@ -8,18 +8,24 @@
 //! `_meta` (`details` go in `xcsh/details`). A `notifications/cancelled` for a running call
 //! cancels it in the session. One server is one session: one store.
 //!
+//! Plugin files that change while the server runs are reloaded (see [`Session::reload`]):
+//! every [`RELOAD_INTERVAL`], and before each call of a changed plugin's tool. When the tools
+//! a client would list changed, the server sends `notifications/tools/list_changed`.
+//!
 //! [`serve`] runs the protocol over any byte streams; the `xcsh-plugins mcp` command runs it
 //! on stdio.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
-use rmcp::service::{QuitReason, RequestContext, RoleServer};
+use rmcp::service::{Peer, QuitReason, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -140,6 +146,9 @@ pub const META_TOOL_CHOICE: &str = "xcsh/toolChoice";
 /// `_meta` key: the result's structured `details`.
 pub const META_DETAILS: &str = "xcsh/details";
 
+/// How often the server looks for changed plugin files.
+pub const RELOAD_INTERVAL: Duration = Duration::from_secs(1);
+
 /// Told to the client at `initialize` when `resolve` is registered.
 const INSTRUCTIONS: &str = "Some tools only preview their changes and leave a pending action. \
 While anything is pending, call the `resolve` tool (action \"apply\" or \"discard\", with a \
@@ -163,16 +172,23 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let server = McpServer::new(session);
-    tracing::info!(tools = server.tools.len(), "serving MCP");
+    tracing::info!(tools = server.listing().tools.len(), "serving MCP");
     let service = server
         .serve((reader, writer))
         .await
         .map_err(|e| McpError::Start(e.to_string()))?;
     let session = Arc::clone(&service.service().session);
+    let reloads = tokio::spawn(watch_plugins(
+        service.service().clone(),
+        service.peer().clone(),
+    ));
     let quit = service
         .waiting()
         .await
         .map_err(|e| McpError::Stopped(e.to_string()));
+    // The watcher holds the session too: stop it before taking the session back.
+    reloads.abort();
+    let _ = reloads.await;
     // End of input (or a stop): whatever is still pending is rejected, newest first, and
     // the plugin processes are stopped and waited for. A call still running holds the
     // session; then only the rejecting happens here, and the processes end with the session.
@@ -190,30 +206,89 @@ where
     quit
 }
 
+/// Every [`RELOAD_INTERVAL`]: reload the plugin files that changed, log what came of it, and
+/// tell the client when its tool list is out of date.
+async fn watch_plugins(server: McpServer, peer: Peer<RoleServer>) {
+    let mut ticks = tokio::time::interval(RELOAD_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        server.reload().await;
+        server.announce_tool_changes(&peer).await;
+    }
+}
+
 /// The MCP face of one session: an `rmcp` server handler.
 #[derive(Clone)]
 pub struct McpServer {
     session: Arc<Session>,
-    /// What `tools/list` answers, computed once: the session's tools never change.
+    /// What `tools/list` answers, for the session's tools of one generation.
+    listing: Arc<Mutex<Listing>>,
+    /// The generation of the tools the client was last told about.
+    announced: Arc<AtomicU64>,
+}
+
+/// The tools a client sees, for one generation of the session's tools.
+#[derive(Clone)]
+struct Listing {
+    generation: u64,
     tools: Arc<Vec<Tool>>,
     /// The names a client may call: exactly the listed ones.
     callable: Arc<HashSet<String>>,
 }
 
-impl McpServer {
-    /// A server for `session`.
-    pub fn new(session: Session) -> Self {
+impl Listing {
+    fn of(session: &Session) -> Self {
+        let generation = session.tools_generation();
         let tools: Vec<Tool> = session
             .tools()
-            .into_iter()
+            .iter()
             .filter(|spec| spec.name == RESOLVE_TOOL_NAME || !spec.hidden)
             .map(mcp_tool)
             .collect();
         let callable = tools.iter().map(|tool| tool.name.to_string()).collect();
         Self {
-            session: Arc::new(session),
+            generation,
             tools: Arc::new(tools),
             callable: Arc::new(callable),
+        }
+    }
+}
+
+impl McpServer {
+    /// A server for `session`.
+    pub fn new(session: Session) -> Self {
+        let listing = Listing::of(&session);
+        Self {
+            announced: Arc::new(AtomicU64::new(listing.generation)),
+            session: Arc::new(session),
+            listing: Arc::new(Mutex::new(listing)),
+        }
+    }
+
+    /// What `tools/list` answers now.
+    fn listing(&self) -> Listing {
+        let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+        if listing.generation != self.session.tools_generation() {
+            *listing = Listing::of(&self.session);
+        }
+        listing.clone()
+    }
+
+    /// Reload the plugin files that changed (the session logs what came of it).
+    async fn reload(&self) {
+        self.session.reload().await;
+    }
+
+    /// Send `notifications/tools/list_changed` if the tools changed since the client was
+    /// last told.
+    async fn announce_tool_changes(&self, peer: &Peer<RoleServer>) {
+        let now = self.session.tools_generation();
+        if self.announced.swap(now, Ordering::SeqCst) != now {
+            tracing::info!("the tools changed; telling the client");
+            if let Err(error) = peer.notify_tool_list_changed().await {
+                tracing::debug!(%error, "cannot send notifications/tools/list_changed");
+            }
         }
     }
 
@@ -224,8 +299,13 @@ impl McpServer {
         arguments: Value,
         context: &RequestContext<RoleServer>,
     ) -> ToolOutcome {
-        if !self.callable.contains(name) {
-            return ToolOutcome::error(format!("Tool \"{name}\" not found"));
+        // A tool a reload took away answers like any unknown tool; one it added is callable
+        // once the session has it (a call of an unknown name reloads what changed).
+        if !self.listing().callable.contains(name) {
+            self.reload().await;
+            if !self.listing().callable.contains(name) {
+                return ToolOutcome::error(format!("Tool \"{name}\" not found"));
+            }
         }
         let cancel = CancelToken::new();
         let progress = context
@@ -323,11 +403,16 @@ fn mcp_tool(spec: &ToolSpec) -> Tool {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "xcsh-plugins",
-                env!("CARGO_PKG_VERSION"),
-            ));
+        let config = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "xcsh-plugins",
+            env!("CARGO_PKG_VERSION"),
+        ));
         if self.session.has_resolve() {
             config.with_instructions(INSTRUCTIONS)
         } else {
@@ -340,7 +425,9 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        Ok(ListToolsResult::with_all_items(
+            self.listing().tools.as_ref().clone(),
+        ))
     }
 
     async fn call_tool(
@@ -350,6 +437,8 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let outcome = self.call(&request.name, arguments, &context).await;
+        // A call may have reloaded a plugin whose tools changed.
+        self.announce_tool_changes(&context.peer).await;
         Ok(self.result(outcome).into())
     }
 }

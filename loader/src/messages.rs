@@ -13,6 +13,16 @@ use crate::sys::sandbox::{Confinement, Enforcement};
 /// and its test harness share with every host.
 pub use xcsh_plugin_api::{NO_PENDING_ACTION, STORE_UNAVAILABLE};
 
+/// What a tool of a plugin answers when the plugin's file changed and its new content cannot
+/// be used (`error` names the file and the cause).
+pub fn reload_failed(error: &crate::load::LoadError) -> String {
+    format!(
+        "{error}\nThe plugin file changed while the session ran and its new content cannot be \
+         used, so its tools are unavailable until the file is fixed (the version loaded before \
+         is not run in its place)"
+    )
+}
+
 /// The name of the hidden tool that applies or discards pending actions.
 pub const RESOLVE_TOOL_NAME: &str = "resolve";
 

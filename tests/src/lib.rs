@@ -12,6 +12,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 pub mod bench;
+pub mod mcp;
 
 /// Every plugin package in the workspace.
 pub const PLUGIN_PACKAGES: &[&str] = &[
@@ -27,6 +28,8 @@ pub const PLUGIN_PACKAGES: &[&str] = &[
     "fixture-constructor",
     "fixture-bench",
     "fixture-crash",
+    "fixture-reload-v1",
+    "fixture-reload-v2",
 ];
 
 /// Paths of the built artifacts, by cargo target name (`batch_rename`, `xcsh-plugins`, ...).

@@ -31,7 +31,8 @@ async fn a_0_2_0_plugin_lists_runs_pushes_and_resolves_in_this_host() {
     assert_eq!(session.plugins().len(), 1);
     assert_eq!(session.plugins()[0].api_version.to_string(), "0.2.0");
 
-    let names: Vec<&str> = session.tools().iter().map(|t| t.name.as_str()).collect();
+    let tools = session.tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["frozen_echo", "frozen_preview", RESOLVE_TOOL_NAME]);
     let preview_spec = session.tools()[1].clone();
     assert_eq!(preview_spec.label, "Frozen Preview");

@@ -31,7 +31,7 @@ fn batch_rename_loads_with_its_spec_and_registers_resolve() {
     let tools = session.tools();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["batch_rename_preview", "resolve"]);
-    let spec = tools[0];
+    let spec = &tools[0];
     assert_eq!(spec.label, "Batch Rename Preview");
     assert!(spec.deferrable && !spec.hidden);
     assert_eq!(spec.origin, ToolOrigin::Plugin(lib.canonicalize().unwrap()));
@@ -39,7 +39,7 @@ fn batch_rename_loads_with_its_spec_and_registers_resolve() {
         spec.parameters["required"],
         json!(["files", "find", "replace"])
     );
-    let resolve = tools[1];
+    let resolve = &tools[1];
     assert_eq!(resolve.label, "Resolve");
     assert!(resolve.hidden);
     assert_eq!(
@@ -335,7 +335,8 @@ fn default_dirs_are_searched_only_when_asked_and_explicit_paths_come_first() {
         .plugin(plugin("batch-rename"))
         .build();
     assert!(with.load_errors().is_empty(), "{:?}", with.load_errors());
-    let names: Vec<&str> = with.tools().iter().map(|t| t.name.as_str()).collect();
+    let tools = with.tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
         [

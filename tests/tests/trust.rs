@@ -459,30 +459,48 @@ async fn swapping_the_file_between_check_and_load_changes_nothing_in(isolation: 
         );
     }
 
-    // In this process the path stays bound to what was loaded from it: the new content is
-    // reported, not loaded beside it, and the old copy keeps working.
-    let again = explicit(&root, &file);
-    let errors = again.load_errors();
-    assert!(
-        matches!(
-            errors,
-            [LoadError {
-                kind: LoadErrorKind::ChangedSinceLoaded,
-                ..
-            }]
-        ),
-        "{errors:#?}"
-    );
-    assert!(errors[0]
-        .to_string()
-        .contains("the file changed since it was loaded in this process"));
+    let again = Session::builder(&root)
+        .default_dirs(false)
+        .plugin(&file)
+        .isolation(isolation)
+        .build();
     let preview = session
         .call(
             "batch_rename_preview",
             json!({"files": ["a1.txt"], "find": "a", "replace": "b"}),
         )
         .await;
-    assert!(!preview.is_error, "{}", preview.text());
+    if isolation == Isolation::InProcess {
+        // In this process the path stays bound to what was loaded from it: the new content
+        // is reported, not loaded beside it, and the old copy keeps working.
+        let errors = again.load_errors();
+        assert!(
+            matches!(
+                errors,
+                [LoadError {
+                    kind: LoadErrorKind::ChangedSinceLoaded,
+                    ..
+                }]
+            ),
+            "{errors:#?}"
+        );
+        assert!(errors[0]
+            .to_string()
+            .contains("the file changed since it was loaded in this process"));
+        assert!(!preview.is_error, "{}", preview.text());
+    } else {
+        // Each version runs in a process of its own: a new session loads the new content,
+        // and the first one reloads it (checked again) at its next call, whose tool the new
+        // content does not have.
+        assert!(again.load_errors().is_empty(), "{:?}", again.load_errors());
+        assert_eq!(
+            tool_names(&again),
+            ["echo", "note_preview", "stack_preview", "secret", "resolve"]
+        );
+        assert!(preview.is_error);
+        assert_eq!(preview.text(), "Tool \"batch_rename_preview\" not found");
+        assert_eq!(tool_names(&session), tool_names(&again));
+    }
 }
 
 #[test]

@@ -313,3 +313,14 @@ impl Tool for IsolatedTool {
         })
     }
 }
+
+/// Run blocking work (checking a plugin file, waiting for a handshake) on the isolation
+/// runtime's blocking threads, from any async context.
+pub(crate) async fn run_blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    background()?
+        .spawn_blocking(work)
+        .await
+        .map_err(|error| format!("the isolation runtime lost the work: {error}"))
+}

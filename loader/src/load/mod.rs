@@ -16,7 +16,7 @@ pub mod discovery;
 mod error;
 pub mod open;
 mod preflight;
-mod safety;
+pub(crate) mod safety;
 pub mod trust;
 
 pub use error::{LoadError, LoadErrorKind};

@@ -22,9 +22,10 @@
 //!
 //! Libraries are never unloaded (a tool's vtables and futures live in them). Loading the same
 //! canonical path again returns the cached module while the path holds the same file object
-//! (device, inode, size and change times); once it was replaced or rewritten, loading is
-//! refused with [`LoadErrorKind::ChangedSinceLoaded`], since the earlier copy is still in use
-//! and a second copy of the same plugin would run beside it.
+//! (device, inode, size and change times); once it was replaced or rewritten, loading it in
+//! this process is refused with [`LoadErrorKind::ChangedSinceLoaded`], since the earlier copy
+//! is still in use and a second copy of the same plugin would run beside it. Plugin children
+//! have no such rule: a new version gets a new process ([`descriptor_for_child`]).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -316,12 +317,6 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
         }
         // The earlier content never loaded usably: nothing of it is in use, so try this one.
     }
-    if bound_to_children()
-        .get(path)
-        .is_some_and(|stamp| !stamp.same_content(&file.stamp))
-    {
-        return Err(error(LoadErrorKind::ChangedSinceLoaded));
-    }
     let (source, api_version) = file.check_before_running()?;
     let outcome = match map_library(path, source, api_version) {
         Ok(library) => Ok(library),
@@ -393,8 +388,9 @@ pub(crate) fn load_inherited(path: &Path, file: File) -> Result<PluginLibrary, L
 }
 
 /// For a plugin child: the descriptor holding exactly what was checked (and, for a pinned
-/// file, hashed), under the same rule as in-process loading: one path stays bound to the
-/// first content loaded from it in this process, in a child or here.
+/// file, hashed). Unlike in-process loading, a path whose content changed may be handed to a
+/// new child: each version runs in a process of its own (this is how a session reloads a
+/// rebuilt plugin), so two versions never share an address space.
 #[cfg(target_os = "linux")]
 pub(crate) fn descriptor_for_child(file: &CheckedFile) -> Result<File, LoadError> {
     let path = file.path();
@@ -402,22 +398,6 @@ pub(crate) fn descriptor_for_child(file: &CheckedFile) -> Result<File, LoadError
     // The header and version checks run here, in the host, so a plugin this host would refuse
     // never gets a process to run its constructors in.
     file.check_before_running()?;
-    let loaded_here = cache()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(path)
-        .filter(|cached| cached.outcome.is_ok())
-        .map(|cached| cached.stamp);
-    if loaded_here.is_some_and(|stamp| !stamp.same_content(&file.stamp)) {
-        return Err(error(LoadErrorKind::ChangedSinceLoaded));
-    }
-    {
-        let mut bound = bound_to_children();
-        let stamp = bound.entry(path.to_owned()).or_insert(file.stamp);
-        if !stamp.same_content(&file.stamp) {
-            return Err(error(LoadErrorKind::ChangedSinceLoaded));
-        }
-    }
     match file.pinned.get() {
         Some(Ok(pinned)) => crate::sys::sealed_copy(path, &pinned.bytes).map_err(|cause| {
             error(LoadErrorKind::Unreadable {
@@ -438,15 +418,6 @@ pub(crate) fn descriptor_for_child(file: &CheckedFile) -> Result<File, LoadError
 #[cfg(target_os = "linux")]
 pub(crate) fn still_as_checked(file: &CheckedFile) -> bool {
     matches!(file.pinned.get(), Some(Ok(_))) || file.unchanged()
-}
-
-/// Paths whose content was handed to plugin children, with the file object each is bound to.
-fn bound_to_children() -> std::sync::MutexGuard<'static, HashMap<PathBuf, FileStamp>> {
-    static BOUND: OnceLock<Mutex<HashMap<PathBuf, FileStamp>>> = OnceLock::new();
-    BOUND
-        .get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
 }
 
 /// Map abi_stable's error to ours. Messages name the original file, never the

@@ -96,6 +96,28 @@ impl FileStamp {
         self.len
     }
 
+    /// The stamp of whatever `path` names now (following symlinks); `None` when nothing
+    /// does.
+    pub(crate) fn of_path(path: &Path) -> Option<Self> {
+        std::fs::metadata(path).ok().map(|meta| Self::of(&meta))
+    }
+
+    /// Whether `other` is a stamp of the same file object (device and inode), whatever its
+    /// content: a file written in place rather than replaced.
+    pub(crate) fn same_object(&self, other: &FileStamp) -> bool {
+        (self.device, self.inode) == (other.device, other.inode)
+    }
+
+    /// When the file last changed: the later of its modification and change times.
+    pub(crate) fn last_change(&self) -> Option<std::time::SystemTime> {
+        let (seconds, nanos) = self.changed;
+        let changed = u64::try_from(seconds).ok().map(|seconds| {
+            std::time::UNIX_EPOCH
+                + std::time::Duration::new(seconds, u32::try_from(nanos).unwrap_or(0))
+        });
+        changed.max(self.modified)
+    }
+
     /// Whether `later` (a stamp of the same path or descriptor taken later) shows the same
     /// object with the same content. A new change time with the same link count means a
     /// write (or a mode change); a changed link count alone is the object being renamed over

@@ -2,25 +2,25 @@
 //! built-in tools; and the per-session loading of plugins (check, trust, load the checked
 //! bytes, instantiate, register).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 #[cfg(target_os = "linux")]
 use crate::isolate::find_plugin_host;
 use crate::isolate::Isolation;
 use crate::load::discovery::{Candidate, CandidateSource, Discovery};
-#[cfg(target_os = "linux")]
-use crate::load::open::descriptor_for_child;
+use crate::load::safety::FileStamp;
 use crate::load::trust::{TrustStatus, TrustStore};
 use crate::load::{load_checked, CheckedFile, LoadError, LoadErrorKind, PluginLibrary};
-use crate::resolve::resolve_spec;
 use crate::resolve::steering::SteeringMessage;
 use crate::store::PendingActionStore;
 use crate::sys::sandbox::{SandboxPolicy, DEFAULT_MAX_OPEN_FILES, DEFAULT_MEMORY_LIMIT};
 use crate::tool::Tool;
 
+#[cfg(target_os = "linux")]
+use super::isolated::ProcessSettings;
+use super::reload::Watch;
 use super::Session;
 
 /// Called with each plugin's path after it was checked and read, right before its bytes are
@@ -43,6 +43,8 @@ pub struct SessionBuilder {
     /// session's working directory, its private temporary directory and these.
     sandbox: SandboxPolicy,
     require_sandbox: bool,
+    /// Pick up plugin files that change while the session runs.
+    reload: bool,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -82,7 +84,18 @@ impl SessionBuilder {
                 max_processes: None,
             },
             require_sandbox: false,
+            reload: true,
         }
+    }
+
+    /// Reload a plugin whose file changes while the session runs (default: yes). Under process
+    /// isolation its new content is checked again and served by a new process on the next
+    /// call of its tools (or at [`Session::reload`]); in-process a change is only reported.
+    /// Off, each plugin runs the content checked at build time for the whole session.
+    #[must_use]
+    pub fn reload_changed_plugins(mut self, reload: bool) -> Self {
+        self.reload = reload;
+        self
     }
 
     /// Let plugin processes write under `path` too (besides the working directory and their
@@ -213,7 +226,7 @@ impl SessionBuilder {
 
     /// Discover and load plugins, instantiate their tools, and build the session. Every load
     /// problem is collected in [`Session::load_errors`]; loading goes on with the next file.
-    pub fn build(self) -> Session {
+    pub fn build(mut self) -> Session {
         let store = self.with_store.then(|| Arc::new(PendingActionStore::new()));
         let steering = Arc::new(Mutex::new(Vec::new()));
         let reminders = store.as_ref().map(|store| {
@@ -228,79 +241,66 @@ impl SessionBuilder {
         let mut session = Session {
             cwd: self.cwd.clone(),
             store,
-            tools: Vec::new(),
-            by_name: HashMap::new(),
-            resolve: None,
+            registry: Default::default(),
+            resolve: OnceLock::new(),
             load_errors: Vec::new(),
-            plugins: Vec::new(),
+            plugins: Default::default(),
             steering,
             _reminders: reminders,
             default_timeout: self.default_timeout,
+            watch: Watch::new(self.discovery.home.clone()),
             #[cfg(target_os = "linux")]
-            children: Vec::new(),
+            children: Default::default(),
             #[cfg(target_os = "linux")]
             temp_dir: None,
         };
-        for tool in self.builtins {
+        for tool in std::mem::take(&mut self.builtins) {
             if let Err(error) = session.register(tool) {
                 session.load_errors.push(error);
             }
         }
         let (candidates, errors) = self.discovery.candidates();
         session.load_errors.extend(errors);
-        let mut loader = Loader {
-            home: self.discovery.home.clone(),
-            trust: None,
-            after_check: self.after_check.clone(),
-            inline_calls: self.inline_calls,
-        };
+        let mut loader = Loader::new(
+            self.discovery.home.clone(),
+            self.after_check.clone(),
+            self.inline_calls,
+        );
         let isolation = self.isolation.effective();
         if isolation != self.isolation {
             tracing::warn!(
                 "process isolation is not available on this platform; plugins run in-process"
             );
         }
+        // Each file as it is before it is checked: a change after this is reloaded.
+        let reload = self.reload;
+        let watch = |session: &mut Session, candidate: &Candidate| {
+            if reload {
+                session
+                    .watch
+                    .add(candidate, isolation, FileStamp::of_path(&candidate.path));
+            }
+        };
         match isolation {
             #[cfg(target_os = "linux")]
             Isolation::Process => {
-                let host = find_plugin_host(self.plugin_host.as_ref());
-                let mut sandbox = self.sandbox.clone();
-                sandbox.writable.insert(0, session.cwd.clone());
-                // 0700, under the system's temporary directory, removed with the session.
-                session.temp_dir = tempfile::Builder::new()
-                    .prefix("xcsh-plugins-")
-                    .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-                    .tempdir()
-                    .inspect_err(|error| {
-                        tracing::warn!(
-                            "cannot create a private temporary directory for plugin processes: {error}"
-                        );
-                    })
-                    .ok();
-                let temp_dir = session.temp_dir.as_ref().map(|dir| dir.path().to_owned());
-                sandbox.writable.extend(temp_dir.clone());
+                let settings = Arc::new(self.process_settings(&mut session));
                 // Every child starts before the first handshake is awaited: they load in
                 // parallel.
-                let started = candidates
+                let started: Vec<_> = candidates
                     .iter()
                     .map(|candidate| {
-                        let file = loader.check(candidate, &mut session.load_errors)?;
-                        let descriptor = descriptor_for_child(&file)?;
-                        let host = host.clone().map_err(|cause| {
-                            LoadError::new(file.path(), LoadErrorKind::PluginProcess { cause })
-                        })?;
-                        crate::isolate::plugin::start(
-                            host,
-                            &file,
-                            descriptor,
-                            &session.cwd,
-                            session.store.clone(),
-                            sandbox.clone(),
-                            temp_dir.clone(),
-                        )
+                        watch(&mut session, candidate);
+                        settings.start(&mut loader, candidate, &mut session.load_errors)
                     })
                     .collect();
-                session.finish_isolated(started, self.require_sandbox);
+                for starting in started {
+                    match starting.and_then(|starting| settings.accept(starting)) {
+                        Ok(accepted) => session.add_isolated(accepted),
+                        Err(error) => session.load_errors.push(error),
+                    }
+                }
+                session.watch.processes = Some(settings);
             }
             // In-process, and where process isolation is not available.
             _ => {
@@ -313,17 +313,42 @@ impl SessionBuilder {
                         ));
                         continue;
                     }
+                    watch(&mut session, &candidate);
                     session.load_plugin(&candidate, &mut loader);
                 }
             }
         }
-        if session.tools.iter().any(|r| r.tool.spec().deferrable) {
-            let spec = resolve_spec();
-            session.resolve = jsonschema::validator_for(&spec.parameters)
-                .ok()
-                .map(|validator| (spec, validator));
-        }
+        session.register_resolve_if_needed();
         session
+    }
+
+    /// How this session's plugin processes start: the host executable, and the sandbox,
+    /// whose writable directories are the working directory, a private temporary directory
+    /// (created here, 0700, removed with the session) and those of [`Self::allow_write`].
+    #[cfg(target_os = "linux")]
+    fn process_settings(&self, session: &mut Session) -> ProcessSettings {
+        let mut sandbox = self.sandbox.clone();
+        sandbox.writable.insert(0, session.cwd.clone());
+        session.temp_dir = tempfile::Builder::new()
+            .prefix("xcsh-plugins-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .inspect_err(|error| {
+                tracing::warn!(
+                    "cannot create a private temporary directory for plugin processes: {error}"
+                );
+            })
+            .ok();
+        let temp_dir = session.temp_dir.as_ref().map(|dir| dir.path().to_owned());
+        sandbox.writable.extend(temp_dir.clone());
+        ProcessSettings {
+            host: find_plugin_host(self.plugin_host.as_ref()),
+            sandbox,
+            temp_dir,
+            require_sandbox: self.require_sandbox,
+            cwd: session.cwd.clone(),
+            store: session.store.clone(),
+        }
     }
 }
 
@@ -339,6 +364,20 @@ pub(super) struct Loader {
 }
 
 impl Loader {
+    /// A loader reading the trust file under `home` when it first needs it.
+    pub(super) fn new(
+        home: Option<PathBuf>,
+        after_check: Option<AfterCheckHook>,
+        inline_calls: bool,
+    ) -> Self {
+        Self {
+            home,
+            trust: None,
+            after_check,
+            inline_calls,
+        }
+    }
+
     /// Check and read the candidate, require trust for a project-local one, then load exactly
     /// the bytes that were checked. An untrusted file is never loaded: its constructors do not
     /// run.

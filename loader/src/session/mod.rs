@@ -5,32 +5,32 @@
 //! against the tool's JSON Schema first; the tool only ever sees valid arguments.
 
 mod builder;
+#[cfg(target_os = "linux")]
+mod isolated;
+mod registry;
+mod reload;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::isolate::Isolation;
 use crate::load::discovery::Candidate;
-use crate::load::{LoadError, LoadErrorKind};
+use crate::load::LoadError;
 use crate::plugin_abi::{instantiate, store_sink};
 use crate::resolve::steering::{forced_tool_choice, Provider, SteeringMessage, ToolChoice};
-use crate::resolve::{run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
+use crate::resolve::{resolve_spec, run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
 use crate::store::{PendingActionStore, PushSubscription};
-use crate::tool::{bounded, CallContext, Tool, ToolOrigin, ToolSpec};
+use crate::tool::{bounded, CallContext, Tool, ToolSpec};
 
 pub use crate::tool::{CallOptions, ToolOutcome};
 pub use builder::SessionBuilder;
+pub use reload::{PluginReload, ReloadOutcome, SETTLE as RELOAD_SETTLE};
 
 use builder::Loader;
-
-struct Registered {
-    tool: Arc<dyn Tool>,
-    validator: jsonschema::Validator,
-}
+use registry::Registry;
 
 /// A plugin library a session loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,17 +49,21 @@ pub struct LoadedPlugin {
 pub struct Session {
     cwd: PathBuf,
     store: Option<Arc<PendingActionStore>>,
-    tools: Vec<Registered>,
-    by_name: HashMap<String, usize>,
-    resolve: Option<(ToolSpec, jsonschema::Validator)>,
+    /// The tools now; replaced whole when a plugin is reloaded.
+    registry: RwLock<Arc<Registry>>,
+    /// `resolve`, once some tool is deferrable; it stays while the session lives, so whatever
+    /// is pending can always be resolved.
+    resolve: OnceLock<(ToolSpec, jsonschema::Validator)>,
     load_errors: Vec<LoadError>,
-    plugins: Vec<LoadedPlugin>,
+    plugins: RwLock<Vec<LoadedPlugin>>,
     steering: Arc<Mutex<Vec<SteeringMessage>>>,
     _reminders: Option<PushSubscription>,
     default_timeout: Option<Duration>,
+    /// The plugin files to reload when they change.
+    watch: reload::Watch,
     /// What ends when the session's plugin processes have exited (see [`Session::close`]).
     #[cfg(target_os = "linux")]
-    children: Vec<crate::isolate::plugin::ChildrenGone>,
+    children: Mutex<Vec<crate::isolate::plugin::ChildrenGone>>,
     /// The plugin processes' private `TMPDIR`, removed when the session ends.
     #[cfg(target_os = "linux")]
     pub(super) temp_dir: Option<tempfile::TempDir>,
@@ -69,7 +73,10 @@ impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
             .field("cwd", &self.cwd)
-            .field("tools", &self.by_name.keys().collect::<Vec<_>>())
+            .field(
+                "tools",
+                &self.registry().specs().map(|s| &s.name).collect::<Vec<_>>(),
+            )
             .field("store", &self.store)
             .field("load_errors", &self.load_errors)
             .finish_non_exhaustive()
@@ -77,7 +84,7 @@ impl std::fmt::Debug for Session {
 }
 
 pub use xcsh_plugin_api::checks::compile_schema;
-use xcsh_plugin_api::checks::{check_tool_name as check_name, validate_arguments as validate};
+use xcsh_plugin_api::checks::validate_arguments as validate;
 
 impl Session {
     /// Start building a session rooted at `cwd`.
@@ -85,61 +92,42 @@ impl Session {
         SessionBuilder::new(cwd)
     }
 
-    fn origin_path(tool: &dyn Tool) -> PathBuf {
-        match &tool.spec().origin {
-            ToolOrigin::Plugin(path) => path.clone(),
-            ToolOrigin::Builtin => PathBuf::from("<builtin>"),
-        }
+    /// The tools now.
+    fn registry(&self) -> Arc<Registry> {
+        Arc::clone(&self.registry.read().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// While building: register `tool` after the others.
     fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), LoadError> {
-        let spec = tool.spec();
-        let path = Self::origin_path(tool.as_ref());
-        check_name(&spec.name).map_err(|cause| {
-            LoadError::new(
-                path.clone(),
-                LoadErrorKind::InvalidTool {
-                    tool: spec.name.clone(),
-                    cause,
-                },
-            )
-        })?;
-        if spec.name == RESOLVE_TOOL_NAME || self.by_name.contains_key(&spec.name) {
-            return Err(LoadError::new(
-                path,
-                LoadErrorKind::NameConflict {
-                    name: spec.name.clone(),
-                    existing: self
-                        .by_name
-                        .get(&spec.name)
-                        .map(|&i| Self::origin_path(self.tools[i].tool.as_ref())),
-                },
-            ));
+        let registry = self.registry.get_mut().unwrap_or_else(|p| p.into_inner());
+        Arc::make_mut(registry).register(tool)
+    }
+
+    /// Register `resolve` if some tool is deferrable and it is not yet; whether it was.
+    fn register_resolve_if_needed(&self) -> bool {
+        if self.resolve.get().is_some() || !self.registry().specs().any(|spec| spec.deferrable) {
+            return false;
         }
-        let validator = compile_schema(&spec.parameters).map_err(|cause| {
-            LoadError::new(
-                path.clone(),
-                LoadErrorKind::InvalidSchema {
-                    tool: spec.name.clone(),
-                    cause,
-                },
-            )
-        })?;
-        self.by_name.insert(spec.name.clone(), self.tools.len());
-        self.tools.push(Registered { tool, validator });
-        Ok(())
+        let spec = resolve_spec();
+        match jsonschema::validator_for(&spec.parameters) {
+            Ok(validator) => self.resolve.set((spec, validator)).is_ok(),
+            Err(_) => false,
+        }
     }
 
     fn load_plugin(&mut self, candidate: &Candidate, loader: &mut Loader) {
         let tools = loader
             .load(candidate, &mut self.load_errors)
             .and_then(|library| {
-                self.plugins.push(LoadedPlugin {
-                    path: candidate.path.clone(),
-                    api_version: library.api_version(),
-                    isolation: Isolation::InProcess,
-                    sandbox: None,
-                });
+                self.plugins
+                    .get_mut()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(LoadedPlugin {
+                        path: candidate.path.clone(),
+                        api_version: library.api_version(),
+                        isolation: Isolation::InProcess,
+                        sandbox: None,
+                    });
                 instantiate(
                     library,
                     &candidate.path,
@@ -161,75 +149,58 @@ impl Session {
         }
     }
 
-    /// Register the tools of isolated plugins, in discovery order, as their children report.
+    /// While building: register an isolated plugin whose child passed the handshake.
     #[cfg(target_os = "linux")]
-    fn finish_isolated(
-        &mut self,
-        started: Vec<Result<crate::isolate::plugin::Starting, LoadError>>,
-        require_sandbox: bool,
-    ) {
-        for starting in started {
-            let finished = starting.and_then(|starting| {
-                let path = starting.path().to_owned();
-                starting.finish().map(|handshake| (path, handshake))
-            });
-            match finished {
-                Ok((path, handshake)) => {
-                    let crate::isolate::plugin::Handshake {
-                        api_version,
-                        tools,
-                        confinement,
-                    } = handshake;
-                    let confined = confinement.as_ref().is_some_and(|c| {
-                        matches!(
-                            c.filesystem,
-                            crate::sandbox::Enforcement::Full
-                                | crate::sandbox::Enforcement::Partial
-                        )
-                    });
-                    if !confined {
-                        if require_sandbox {
-                            // Dropping its tools stops the process.
-                            self.load_errors.push(LoadError::new(
-                                &path,
-                                LoadErrorKind::SandboxRequired { in_process: false },
-                            ));
-                            continue;
-                        }
-                        tracing::warn!("{}", crate::messages::sandbox_unavailable_warning(&path));
-                    }
-                    // The parent checked the marker before the child started; the child
-                    // reports what it loaded.
-                    let Some(api_version) = xcsh_plugin_api::ffi::ApiVersion::parse(&api_version)
-                    else {
-                        self.load_errors.push(LoadError::new(
-                            &path,
-                            LoadErrorKind::IncompatibleAbi {
-                                cause: format!(
-                                    "its plugin process reported API version {api_version:?}"
-                                ),
-                            },
-                        ));
-                        continue;
-                    };
-                    if let Some(tool) = tools.first() {
-                        self.children.push(tool.children_gone());
-                    }
-                    self.plugins.push(LoadedPlugin {
-                        path,
-                        api_version,
-                        isolation: Isolation::Process,
-                        sandbox: confinement,
-                    });
-                    for tool in tools {
-                        if let Err(error) = self.register(Arc::new(tool)) {
-                            self.load_errors.push(error);
-                        }
-                    }
-                }
-                Err(error) => self.load_errors.push(error),
+    fn add_isolated(&mut self, accepted: isolated::Accepted) {
+        let isolated::Accepted {
+            plugin,
+            tools,
+            children,
+        } = accepted;
+        self.children
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(children);
+        self.plugins
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(plugin);
+        for tool in tools {
+            if let Err(error) = self.register(Arc::new(tool)) {
+                self.load_errors.push(error);
             }
         }
+    }
+
+    /// After a reload: the plugin's new tools replace its old ones (calls already running
+    /// keep the old). Returns the tools that could not be registered, and whether the tools
+    /// the session offers changed.
+    #[cfg(target_os = "linux")]
+    fn replace_plugin(
+        &self,
+        plugin: LoadedPlugin,
+        tools: Vec<Arc<dyn Tool>>,
+        children: Option<crate::isolate::plugin::ChildrenGone>,
+    ) -> (Vec<LoadError>, bool) {
+        lock(&self.children).extend(children);
+        {
+            let mut plugins = self.plugins.write().unwrap_or_else(|p| p.into_inner());
+            match plugins.iter_mut().find(|p| p.path == plugin.path) {
+                Some(entry) => *entry = plugin.clone(),
+                None => plugins.push(plugin.clone()),
+            }
+        }
+        let (errors, changed) = {
+            let mut registry = self.registry.write().unwrap_or_else(|p| p.into_inner());
+            let (replaced, errors, changed) = registry.with_plugin_replaced(&plugin.path, tools);
+            *registry = Arc::new(replaced);
+            (errors, changed)
+        };
+        if self.register_resolve_if_needed() {
+            let mut registry = self.registry.write().unwrap_or_else(|p| p.into_inner());
+            Arc::make_mut(&mut registry).generation += 1;
+        }
+        (errors, changed)
     }
 
     /// End the session for good: first [`Session::close`] (every pending action gets its
@@ -242,7 +213,7 @@ impl Session {
     pub async fn shutdown(self) -> Vec<ToolOutcome> {
         let rejected = self.close().await;
         #[cfg(target_os = "linux")]
-        let children = self.children.clone();
+        let children = lock(&self.children).clone();
         drop(self);
         #[cfg(target_os = "linux")]
         for gone in children {
@@ -251,9 +222,13 @@ impl Session {
         rejected
     }
 
-    /// Every plugin library that loaded (its factory may still have failed), in load order.
-    pub fn plugins(&self) -> &[LoadedPlugin] {
-        &self.plugins
+    /// Every plugin library that loaded (its factory may still have failed), in load order;
+    /// a reloaded plugin as its current version.
+    pub fn plugins(&self) -> Vec<LoadedPlugin> {
+        self.plugins
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The session's working directory.
@@ -271,19 +246,27 @@ impl Session {
         &self.load_errors
     }
 
-    /// Every tool the model may call, in registration order, with `resolve` last when it is
-    /// registered (hidden tools included: they are still sent to the model).
-    pub fn tools(&self) -> Vec<&ToolSpec> {
-        let mut specs: Vec<&ToolSpec> = self.tools.iter().map(|r| r.tool.spec()).collect();
-        if let Some((spec, _)) = &self.resolve {
-            specs.push(spec);
+    /// Every tool the model may call now, in registration order, with `resolve` last when it
+    /// is registered (hidden tools included: they are still sent to the model). A reloaded
+    /// plugin's tools are those of its new version.
+    pub fn tools(&self) -> Vec<ToolSpec> {
+        let mut specs: Vec<ToolSpec> = self.registry().specs().cloned().collect();
+        if let Some((spec, _)) = self.resolve.get() {
+            specs.push(spec.clone());
         }
         specs
     }
 
+    /// A number that moves on whenever [`Session::tools`] would answer differently (a
+    /// reloaded plugin's tools changed): a client holding a copy of the tool list knows to
+    /// fetch it again.
+    pub fn tools_generation(&self) -> u64 {
+        self.registry().generation
+    }
+
     /// Whether `resolve` is registered (some tool is deferrable).
     pub fn has_resolve(&self) -> bool {
-        self.resolve.is_some()
+        self.resolve.get().is_some()
     }
 
     /// Whether anything is pending.
@@ -319,7 +302,7 @@ impl Session {
     ) -> ToolOutcome {
         let timeout = options.timeout.or(self.default_timeout);
         if name == RESOLVE_TOOL_NAME {
-            if let Some((_, validator)) = &self.resolve {
+            if let Some((_, validator)) = self.resolve.get() {
                 if let Err(message) = validate(name, validator, &arguments) {
                     return ToolOutcome::error(message);
                 }
@@ -333,7 +316,10 @@ impl Session {
                 };
             }
         }
-        let Some(registered) = self.by_name.get(name).map(|&i| &self.tools[i]) else {
+        if let Err(message) = self.refresh_for_call(name).await {
+            return ToolOutcome::error(message);
+        }
+        let Some(registered) = self.registry().get(name).cloned() else {
             return ToolOutcome::error(format!("Tool \"{name}\" not found"));
         };
         if let Err(message) = validate(name, &registered.validator, &arguments) {
@@ -390,6 +376,10 @@ impl Session {
             outcomes.push(outcome);
         }
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn next_call_number() -> u64 {

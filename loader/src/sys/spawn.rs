@@ -82,6 +82,14 @@ pub(crate) fn describe_exit(status: std::process::ExitStatus) -> String {
             15 => "SIGTERM",
             _ => return format!("killed by signal {signal}"),
         };
+        if signal == 7 {
+            // What a process gets when a file it maps is truncated under it: for a plugin,
+            // almost always its library overwritten in place.
+            return "killed by SIGBUS (a file it maps shrank while it ran: was the plugin \
+                    library overwritten in place? Replace it by renaming a new file over it, as \
+                    cargo does)"
+                .to_owned();
+        }
         return format!("killed by {name}");
     }
     match status.code() {

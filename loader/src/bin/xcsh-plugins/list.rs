@@ -9,13 +9,14 @@ use crate::HostOptions;
 pub fn run(host: &HostOptions) -> ListReport {
     let session = host.session().build();
     let errors = session.load_errors();
+    let plugins = session.plugins();
     ListReport {
         tools: session
             .tools()
-            .into_iter()
-            .map(|spec| ListedTool::new(spec, session.plugins()))
+            .iter()
+            .map(|spec| ListedTool::new(spec, &plugins))
             .collect(),
-        plugins: session.plugins().iter().map(ListedPlugin::from).collect(),
+        plugins: plugins.iter().map(ListedPlugin::from).collect(),
         errors: errors.iter().map(LoadProblem::from).collect(),
         untrusted: errors
             .iter()

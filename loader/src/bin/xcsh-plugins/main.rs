@@ -66,6 +66,10 @@ struct Cli {
     /// Deny plugin processes TCP connects and listens (Landlock ABI 4, Linux 6.7 and later).
     #[arg(long, global = true)]
     deny_network: bool,
+    /// Keep running the plugin content checked at start, even when a plugin file changes (by
+    /// default, under process isolation, a changed plugin is checked again and reloaded).
+    #[arg(long, global = true)]
+    no_reload: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -100,6 +104,8 @@ pub struct HostOptions {
     pub isolation: xcsh_loader::Isolation,
     /// What plugin processes may do besides the defaults.
     pub sandbox: SandboxOptions,
+    /// Reload plugin files that change while the session runs.
+    pub reload: bool,
 }
 
 /// The sandbox options of the command line (see the README's "Isolation").
@@ -133,7 +139,8 @@ impl HostOptions {
     pub fn session(&self) -> xcsh_loader::SessionBuilder {
         let builder = xcsh_loader::Session::builder(&self.cwd)
             .default_dirs(self.default_dirs)
-            .isolation(self.isolation);
+            .isolation(self.isolation)
+            .reload_changed_plugins(self.reload);
         let mut builder = self.sandbox.apply(builder);
         for plugin in &self.plugins {
             builder = builder.plugin(plugin);
@@ -170,7 +177,8 @@ fn main() -> ExitCode {
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("XCSH_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // Reloads are told by default: a user who rebuilt a plugin sees it was picked up.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,xcsh_loader::session=info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -232,6 +240,7 @@ fn run(cli: Cli, output: &mut Output) -> Result<ExitCode, CliError> {
             memory_limit: cli.memory_limit,
             deny_network: cli.deny_network,
         },
+        reload: !cli.no_reload,
     };
     // Two workers: while the interactive prompt of `call` blocks one, the other still sees a
     // Ctrl-C and ends the session properly (see `call`).

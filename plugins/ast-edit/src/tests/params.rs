@@ -184,11 +184,7 @@ async fn every_ast_grep_language_is_inferred_and_its_aliases_accepted() {
         ("notes.txt", "foo(5)\n"),
     ]);
     let s = session(dir.path());
-    let spec = s
-        .tools()
-        .into_iter()
-        .find(|t| t.name == "ast_edit")
-        .cloned();
+    let spec = s.tools().into_iter().find(|t| t.name == "ast_edit");
     let description = spec.map(|t| t.description).unwrap_or_default();
     for name in [
         "go", "kotlin", "ruby", "cpp", "csharp", "swift", "yaml", "golang",

@@ -11,11 +11,7 @@ fn registers_as_a_deferrable_builtin_with_resolve() {
     let s = session(dir.path());
     assert!(s.load_errors().is_empty(), "{:?}", s.load_errors());
     assert!(s.has_resolve());
-    let spec = s
-        .tools()
-        .into_iter()
-        .find(|t| t.name == "ast_edit")
-        .cloned();
+    let spec = s.tools().into_iter().find(|t| t.name == "ast_edit");
     let spec = spec.expect("ast_edit is registered");
     assert!(spec.deferrable && !spec.hidden);
     assert_eq!(spec.label, "AST Edit");
