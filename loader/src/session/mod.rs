@@ -3,6 +3,10 @@
 //! The session owns the store and injects it (or nothing) into every plugin it instantiates,
 //! so one session's pending actions are never visible to another. Every call is checked
 //! against the tool's JSON Schema first; the tool only ever sees valid arguments.
+//!
+//! - `builder`: discovery and loading at build time; `isolated`: starting a plugin process;
+//! - `registry`: the tools by name, an immutable snapshot swapped whole on a reload;
+//! - `reload`: picking up plugin files that change while the session runs.
 
 mod builder;
 #[cfg(target_os = "linux")]
@@ -196,11 +200,13 @@ impl Session {
             *registry = Arc::new(replaced);
             (errors, changed)
         };
-        if self.register_resolve_if_needed() {
+        // The first deferrable tool brings `resolve`: the list changed with it.
+        let resolve_added = self.register_resolve_if_needed();
+        if resolve_added && !changed {
             let mut registry = self.registry.write().unwrap_or_else(|p| p.into_inner());
             Arc::make_mut(&mut registry).generation += 1;
         }
-        (errors, changed)
+        (errors, changed || resolve_added)
     }
 
     /// End the session for good: first [`Session::close`] (every pending action gets its
@@ -316,11 +322,10 @@ impl Session {
                 };
             }
         }
-        if let Err(message) = self.refresh_for_call(name).await {
-            return ToolOutcome::error(message);
-        }
-        let Some(registered) = self.registry().get(name).cloned() else {
-            return ToolOutcome::error(format!("Tool \"{name}\" not found"));
+        let registered = match self.tool_for_call(name).await {
+            Ok(Some(registered)) => registered,
+            Ok(None) => return ToolOutcome::error(format!("Tool \"{name}\" not found")),
+            Err(message) => return ToolOutcome::error(message),
         };
         if let Err(message) = validate(name, &registered.validator, &arguments) {
             return ToolOutcome::error(message);

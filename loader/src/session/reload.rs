@@ -30,6 +30,7 @@ use crate::load::safety::FileStamp;
 use crate::load::LoadError;
 use crate::tool::{Tool, ToolOrigin};
 
+use super::registry::Registered;
 use super::Session;
 
 /// How long a changed plugin file must have stayed unchanged before it is loaded.
@@ -211,45 +212,46 @@ impl Session {
         reports
     }
 
-    /// Before a call of `name`: reload its plugin if the file changed (every isolated plugin
-    /// when no tool has that name: a new version may have it). `Err` is the call's answer
-    /// when the plugin's new content cannot be used.
-    pub(super) async fn refresh_for_call(&self, name: &str) -> Result<(), String> {
-        if self.watch.plugins.is_empty() {
-            return Ok(());
-        }
-        let owner = self
-            .registry()
-            .get(name)
-            .map(|registered| registered.tool.spec().origin.clone());
-        let path = match owner {
-            Some(ToolOrigin::Plugin(path)) => path,
-            Some(ToolOrigin::Builtin) => return Ok(()),
-            None => {
-                for watched in &self.watch.plugins {
-                    if watched.isolation == Isolation::Process {
-                        self.refresh(watched, false).await;
-                    }
+    /// The tool a call of `name` runs: first, if its plugin's file changed, the plugin is
+    /// reloaded (and when no tool has that name, every changed isolated plugin is: a new
+    /// version may have it). `Err` is the call's answer when the plugin's new content cannot
+    /// be used; `Ok(None)` when no tool has the name.
+    pub(super) async fn tool_for_call(
+        &self,
+        name: &str,
+    ) -> Result<Option<Arc<Registered>>, String> {
+        let Some(registered) = self.registry().get(name).cloned() else {
+            let mut reloaded = false;
+            for watched in &self.watch.plugins {
+                if watched.isolation == Isolation::Process {
+                    reloaded |= self.refresh(watched, false).await.is_some();
                 }
-                return Ok(());
             }
+            return Ok(reloaded
+                .then(|| self.registry().get(name).cloned())
+                .flatten());
         };
-        let Some(watched) = self
-            .watch
-            .by_path
-            .get(&path)
-            .map(|&i| &self.watch.plugins[i])
-        else {
-            return Ok(());
+        let watched = match &registered.tool.spec().origin {
+            ToolOrigin::Plugin(path) => self
+                .watch
+                .by_path
+                .get(path)
+                .map(|&i| &self.watch.plugins[i]),
+            ToolOrigin::Builtin => None,
         };
-        if watched.isolation != Isolation::Process {
-            return Ok(());
+        // In-process a change is only reported, by `reload`.
+        let Some(watched) = watched.filter(|w| w.isolation == Isolation::Process) else {
+            return Ok(Some(registered));
+        };
+        let reloaded = self.refresh(watched, true).await.is_some();
+        if let Some(failure) = lock(&watched.failure).clone() {
+            return Err(failure);
         }
-        self.refresh(watched, true).await;
-        match lock(&watched.failure).clone() {
-            Some(failure) => Err(failure),
-            None => Ok(()),
-        }
+        Ok(if reloaded {
+            self.registry().get(name).cloned()
+        } else {
+            Some(registered)
+        })
     }
 
     /// Reload `watched` if its file changed, or (`retry_failed`) if its last reload failed.
@@ -261,8 +263,9 @@ impl Session {
             None if retry_failed && lock(&watched.failure).is_some() => *seen,
             None => return None,
         };
+        // (A retry of a failed reload with the file as it was is no rewrite.)
         let rewritten_in_place = match (seen.as_ref(), now.as_ref()) {
-            (Some(before), Some(now)) => before.same_object(now),
+            (Some(before), Some(now)) => before.same_object(now) && !before.same_content(now),
             _ => false,
         };
         *seen = now;
