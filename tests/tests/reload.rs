@@ -340,3 +340,24 @@ async fn a_library_cut_short_in_place_under_its_process_is_reported_as_such() {
     assert!(text.contains("nothing was applied"), "{text}");
     assert!(!root.join("out.txt").exists());
 }
+
+#[tokio::test]
+async fn a_plugin_disabled_by_crashes_runs_again_once_rebuilt() {
+    let (_tmp, root) = scratch();
+    let file = root.join(lib_name("crashy"));
+    rebuild("fixture-crash", &file);
+    let session = builder(&root, &file).build();
+    for _ in 0..3 {
+        let outcome = session.call("segfault", json!({})).await;
+        assert!(outcome.is_error);
+    }
+    let disabled = session.call("ping", json!({})).await;
+    assert!(
+        disabled.text().contains("is disabled for this session"),
+        "{}",
+        disabled.text()
+    );
+    // The fixed build (here: the same library, a new file) gets a fresh record.
+    rebuild("fixture-crash", &file);
+    assert_eq!(text_of(&session, "ping", json!({})).await, "pong");
+}
