@@ -52,21 +52,19 @@ pub fn protocol_stdout() -> std::io::Result<std::fs::File> {
 
 mod progress {
     //! A tool's partial updates (`ctx.update`) as MCP `notifications/progress`, for a call
-    //! whose request carried a progress token. A chatty tool cannot flood the client: at most
-    //! one notification goes out per [`INTERVAL`]; updates in between are coalesced into the
-    //! newest, which goes out at the end of the interval (or when the call ends).
+    //! whose request carried a progress token. A chatty tool cannot flood the client: the
+    //! updates are paced by a [`ProgressThrottle`] (one per
+    //! [`PROGRESS_INTERVAL`](crate::tool::PROGRESS_INTERVAL); the newest
+    //! held back goes out when it is due, or when the call ends).
 
-    use std::time::Duration;
+    use std::time::Instant;
 
     use rmcp::model::{ProgressNotificationParam, ProgressToken};
     use rmcp::service::{Peer, RoleServer};
     use tokio::sync::mpsc;
     use tokio::task::JoinHandle;
 
-    use crate::tool::UpdateSink;
-
-    /// The shortest time between two progress notifications of one call.
-    pub const INTERVAL: Duration = Duration::from_millis(100);
+    use crate::tool::{ProgressThrottle, UpdateSink};
 
     /// Forwards one call's updates to the client.
     pub(super) struct Forwarder {
@@ -79,35 +77,29 @@ mod progress {
             let (updates, mut received) = mpsc::unbounded_channel::<Option<String>>();
             let task = tokio::spawn(async move {
                 let mut sent = 0u32;
-                let mut held: Option<String> = None;
-                let mut next_allowed = tokio::time::Instant::now();
+                let mut throttle = ProgressThrottle::default();
                 loop {
-                    let update = if held.is_some() {
-                        tokio::select! {
+                    let update = match throttle.due_at() {
+                        Some(due) => tokio::select! {
                             update = received.recv() => update,
-                            () = tokio::time::sleep_until(next_allowed) => {
-                                if let Some(message) = held.take() {
+                            () = tokio::time::sleep_until(due.into()) => {
+                                if let Some(message) = throttle.take_due(Instant::now()) {
                                     sent += 1;
                                     send(&peer, &token, sent, message).await;
-                                    next_allowed = tokio::time::Instant::now() + INTERVAL;
                                 }
                                 continue;
                             }
-                        }
-                    } else {
-                        received.recv().await
+                        },
+                        None => received.recv().await,
                     };
                     // `None`: the call is over (`finish`); a closed channel: the same.
                     let Some(Some(message)) = update else { break };
-                    if tokio::time::Instant::now() >= next_allowed {
+                    if let Some(message) = throttle.offer(message, Instant::now()) {
                         sent += 1;
                         send(&peer, &token, sent, message).await;
-                        next_allowed = tokio::time::Instant::now() + INTERVAL;
-                    } else {
-                        held = Some(message);
                     }
                 }
-                if let Some(message) = held {
+                if let Some(message) = throttle.finish() {
                     send(&peer, &token, sent + 1, message).await;
                 }
             });

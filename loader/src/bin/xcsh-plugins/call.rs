@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde_json::{json, Value};
 use xcsh_loader::render::sanitize;
+use xcsh_loader::tool::ProgressThrottle;
 use xcsh_loader::{AgentToolResult, CallOptions, Session, UpdateSink, RESOLVE_TOOL_NAME};
 
 use crate::decide::{decide, Decision, DecisionFlags};
@@ -121,36 +122,22 @@ fn options(timeout: Option<Duration>) -> CallOptions {
     }
 }
 
-/// The shortest time between two progress lines.
-const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
-
-/// Partial results as `progress: ...` lines on stderr, at most one per
-/// [`PROGRESS_INTERVAL`]; the newest one held back is shown by [`Progress::finish`].
+/// Partial results as `progress: ...` lines on stderr, paced by a [`ProgressThrottle`]; the
+/// newest one held back is shown by [`Progress::finish`].
 #[derive(Clone, Default)]
 struct Progress {
-    state: Arc<Mutex<ProgressState>>,
-}
-
-#[derive(Default)]
-struct ProgressState {
-    last_shown: Option<Instant>,
-    held: Option<String>,
+    throttle: Arc<Mutex<ProgressThrottle>>,
 }
 
 impl Progress {
     fn sink(&self) -> UpdateSink {
-        let state = Arc::clone(&self.state);
+        let throttle = Arc::clone(&self.throttle);
         Arc::new(move |partial: AgentToolResult| {
-            let text = partial.joined_text();
-            let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
-            if state
-                .last_shown
-                .is_some_and(|at| at.elapsed() < PROGRESS_INTERVAL)
-            {
-                state.held = Some(text);
-            } else {
-                state.last_shown = Some(Instant::now());
-                state.held = None;
+            let shown = throttle
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .offer(partial.joined_text(), Instant::now());
+            if let Some(text) = shown {
                 show_progress(&text);
             }
         })
@@ -158,11 +145,10 @@ impl Progress {
 
     fn finish(&self) {
         let held = self
-            .state
+            .throttle
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .held
-            .take();
+            .finish();
         if let Some(text) = held {
             show_progress(&text);
         }
