@@ -28,7 +28,7 @@ use crate::isolate::Isolation;
 use crate::load::discovery::Candidate;
 use crate::load::safety::FileStamp;
 use crate::load::LoadError;
-use crate::tool::{Tool, ToolOrigin};
+use crate::tool::ToolOrigin;
 
 use super::registry::Registered;
 use super::Session;
@@ -300,9 +300,9 @@ impl Session {
             children,
         } = accepted;
         let api_version = plugin.api_version;
-        let tools: Vec<Arc<dyn Tool>> = tools
+        let tools: Vec<Arc<dyn crate::tool::Tool>> = tools
             .into_iter()
-            .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
+            .map(|tool| Arc::new(tool) as Arc<dyn crate::tool::Tool>)
             .collect();
         let (errors, tools_changed) = self.replace_plugin(plugin, tools, children);
         ReloadOutcome::Reloaded {
