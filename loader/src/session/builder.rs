@@ -216,7 +216,7 @@ impl SessionBuilder {
     }
 
     /// Test hook: run `hook` with each plugin's path after the file was checked and read and
-    /// before its bytes are loaded.
+    /// before its bytes are loaded, while the session is built (not on reloads).
     #[doc(hidden)]
     #[must_use]
     pub fn after_check(mut self, hook: impl Fn(&Path) + Send + Sync + 'static) -> Self {
