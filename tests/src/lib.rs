@@ -13,6 +13,8 @@ use std::sync::OnceLock;
 
 pub mod bench;
 pub mod mcp;
+#[cfg(unix)]
+pub mod reload;
 
 /// Every plugin package in the workspace.
 pub const PLUGIN_PACKAGES: &[&str] = &[

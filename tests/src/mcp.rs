@@ -161,8 +161,8 @@ impl<H: ClientHandler> McpServerProcess<H> {
     }
 
     /// Close the client (stdin EOF), check the server exits 0 and wrote only JSON-RPC to
-    /// stdout, in whole lines.
-    pub async fn stop(mut self) {
+    /// stdout, in whole lines. Returns everything it wrote to stderr.
+    pub async fn stop(mut self) -> String {
         let _ = tokio::time::timeout(PATIENCE, self.client.cancel())
             .await
             .expect("closing the client timed out");
@@ -189,6 +189,9 @@ impl<H: ClientHandler> McpServerProcess<H> {
                 "not a JSON-RPC message on stdout: {text}"
             );
         }
+        drop(lines);
+        let stderr = self.stderr.lock().unwrap().clone();
+        stderr
     }
 }
 

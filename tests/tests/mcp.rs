@@ -1,40 +1,25 @@
 //! `xcsh-plugins mcp` driven as an agent would drive it: the real `rmcp` client speaking
-//! JSON-RPC over the child's stdin and stdout. Every line the server writes to stdout is kept
-//! on its way to the client, so the tests can check that nothing but JSON-RPC got there.
+//! JSON-RPC over the child's stdin and stdout (`xcsh_integration_tests::mcp`, which keeps
+//! every line the server writes to stdout, so `stop` can check that nothing but JSON-RPC got
+//! there).
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::Path;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock, Tool,
 };
-use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
-use rmcp::ServiceExt;
+use rmcp::service::PeerRequestOptions;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Child;
-use tokio::task::JoinHandle;
+use xcsh_integration_tests::mcp::{McpServerProcess, PATIENCE};
 use xcsh_integration_tests::{artifacts, listing, scratch};
 use xcsh_loader::{NO_PENDING_ACTION, RESOLVE_REMINDER};
 
-/// Generous bound for anything that should be quick, on a loaded machine.
-const PATIENCE: Duration = Duration::from_secs(20);
-
-/// A running `xcsh-plugins mcp` child and the client connected to it.
-struct Server {
-    client: RunningService<RoleClient, ()>,
-    child: Child,
-    /// Every line the server wrote to stdout, as written.
-    stdout: Arc<Mutex<Vec<Vec<u8>>>>,
-    /// Everything the server wrote to stderr (also echoed to the test's stderr).
-    stderr: Arc<Mutex<String>>,
-    pumps: Vec<JoinHandle<()>>,
-}
+type Server = McpServerProcess;
 
 /// Start `xcsh-plugins --no-default-dirs --plugin <batch-rename> --plugin <fixture-faults>
 /// --cwd <cwd> mcp` and initialize a client on its stdio.
@@ -44,128 +29,14 @@ async fn start(cwd: &Path) -> Server {
 
 /// Start `xcsh-plugins mcp` with these plugin packages and initialize a client on its stdio.
 async fn start_with(cwd: &Path, plugins: &[&str]) -> Server {
-    let artifacts = artifacts();
-    let mut command = tokio::process::Command::new(artifacts.cli());
-    command.arg("--no-default-dirs");
+    let mut args: Vec<OsString> = vec!["--no-default-dirs".into()];
     for package in plugins {
-        command.arg("--plugin").arg(artifacts.plugin(package));
+        args.push("--plugin".into());
+        args.push(artifacts().plugin(package).into());
     }
-    let mut child = command
-        .arg("--cwd")
-        .arg(cwd)
-        .arg("mcp")
-        .env("XCSH_LOG", "xcsh_loader::mcp=info")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("cannot start xcsh-plugins mcp");
-    let stdin = child.stdin.take().unwrap();
-    let child_stdout = child.stdout.take().unwrap();
-    let child_stderr = child.stderr.take().unwrap();
-
-    // stdout -> (recorded) -> the client's end of an in-memory pipe.
-    let stdout = Arc::new(Mutex::new(Vec::new()));
-    let (client_end, mut tee) = tokio::io::duplex(1 << 16);
-    let recorded = Arc::clone(&stdout);
-    let stdout_pump = tokio::spawn(async move {
-        let mut reader = BufReader::new(child_stdout);
-        loop {
-            let mut line = Vec::new();
-            match reader.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    recorded.lock().unwrap().push(line.clone());
-                    if tee.write_all(&line).await.is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-    });
-    let stderr = Arc::new(Mutex::new(String::new()));
-    let logged = Arc::clone(&stderr);
-    let stderr_pump = tokio::spawn(async move {
-        let mut lines = BufReader::new(child_stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            eprintln!("[xcsh-plugins mcp] {line}");
-            let mut logged = logged.lock().unwrap();
-            logged.push_str(&line);
-            logged.push('\n');
-        }
-    });
-
-    let client = tokio::time::timeout(PATIENCE, ().serve((client_end, stdin)))
-        .await
-        .expect("initialize timed out")
-        .expect("initialize failed");
-    Server {
-        client,
-        child,
-        stdout,
-        stderr,
-        pumps: vec![stdout_pump, stderr_pump],
-    }
-}
-
-impl Server {
-    async fn call(&self, name: &str, arguments: Value) -> CallToolResult {
-        let Value::Object(arguments) = arguments else {
-            panic!("arguments must be an object");
-        };
-        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        tokio::time::timeout(PATIENCE, self.client.call_tool(params))
-            .await
-            .unwrap_or_else(|_| panic!("tools/call {name} timed out"))
-            .unwrap_or_else(|e| panic!("tools/call {name} failed at the protocol level: {e}"))
-    }
-
-    /// Wait until the server's stderr holds `needle`.
-    async fn wait_for_log(&self, needle: &str) {
-        let found = tokio::time::timeout(PATIENCE, async {
-            while !self.stderr.lock().unwrap().contains(needle) {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        })
-        .await;
-        assert!(
-            found.is_ok(),
-            "the server never logged {needle:?}; stderr:\n{}",
-            self.stderr.lock().unwrap()
-        );
-    }
-
-    /// Close the client (stdin EOF), check the server exits 0 and wrote only JSON-RPC to
-    /// stdout.
-    async fn stop(mut self) {
-        let _ = tokio::time::timeout(PATIENCE, self.client.cancel())
-            .await
-            .expect("closing the client timed out");
-        let status = tokio::time::timeout(PATIENCE, self.child.wait())
-            .await
-            .expect("the server did not exit after stdin closed")
-            .unwrap();
-        assert!(status.success(), "the server exited with {status}");
-        for pump in self.pumps {
-            pump.await.unwrap();
-        }
-        let lines = self.stdout.lock().unwrap();
-        assert!(!lines.is_empty(), "the server wrote nothing to stdout");
-        for line in lines.iter() {
-            let text = String::from_utf8_lossy(line);
-            assert!(
-                line.ends_with(b"\n"),
-                "stdout ended with a partial line: {text:?}"
-            );
-            let message: Value = serde_json::from_str(text.trim_end())
-                .unwrap_or_else(|e| panic!("non-JSON line on stdout ({e}): {text:?}"));
-            assert_eq!(
-                message["jsonrpc"], "2.0",
-                "not a JSON-RPC message on stdout: {text}"
-            );
-        }
-    }
+    args.push("--cwd".into());
+    args.push(cwd.into());
+    McpServerProcess::start(args).await
 }
 
 fn texts(result: &CallToolResult) -> Vec<&str> {

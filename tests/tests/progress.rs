@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
-use std::process::Stdio;
+use std::ffi::OsString;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,11 +12,10 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient};
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::ClientHandler;
 use serde_json::json;
-use xcsh_integration_tests::artifacts;
-
-const PATIENCE: Duration = Duration::from_secs(20);
+use xcsh_integration_tests::mcp::{McpServerProcess, PATIENCE};
+use xcsh_integration_tests::plugin;
 
 /// A client that records every progress notification it gets.
 #[derive(Clone, Default)]
@@ -38,32 +37,22 @@ impl ClientHandler for Recorder {
 /// every request's `_meta`; return the progress notifications the client received.
 async fn call_with_progress(steps: u32, pause_ms: u64) -> Vec<ProgressNotificationParam> {
     let dir = tempfile::tempdir().unwrap();
-    let artifacts = artifacts();
-    let mut child = tokio::process::Command::new(artifacts.cli())
-        .arg("--no-default-dirs")
-        .arg("--plugin")
-        .arg(artifacts.plugin("fixture-tokio"))
-        .arg("--cwd")
-        .arg(dir.path())
-        .arg("mcp")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    let args: Vec<OsString> = vec![
+        "--no-default-dirs".into(),
+        "--plugin".into(),
+        plugin("fixture-tokio").into(),
+        "--cwd".into(),
+        dir.path().into(),
+    ];
     let recorder = Recorder::default();
-    let client = tokio::time::timeout(PATIENCE, recorder.clone().serve((stdout, stdin)))
-        .await
-        .unwrap()
-        .unwrap();
+    let server = McpServerProcess::start_with_handler(args, recorder.clone()).await;
     let arguments = json!({"steps": steps, "pause_ms": pause_ms});
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(
         CallToolRequestParams::new("progress_steps")
             .with_arguments(arguments.as_object().unwrap().clone()),
     ));
-    let handle = client
+    let handle = server
+        .client
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await
         .unwrap();
@@ -78,8 +67,7 @@ async fn call_with_progress(steps: u32, pause_ms: u64) -> Vec<ProgressNotificati
     // Notifications sent before the response have been handled by now; give stragglers a
     // moment anyway before closing.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let _ = client.cancel().await;
-    let _ = child.wait().await;
+    server.stop().await;
     let progress = recorder.progress.lock().unwrap().clone();
     progress
 }
@@ -117,10 +105,11 @@ async fn a_chatty_tool_is_rate_limited_and_its_last_update_still_arrives() {
 /// server sends progress only for requests that asked for it.
 #[tokio::test]
 async fn without_a_progress_token_no_progress_is_sent() {
+    use std::process::Stdio;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     let dir = tempfile::tempdir().unwrap();
-    let artifacts = artifacts();
+    let artifacts = xcsh_integration_tests::artifacts();
     let mut child = tokio::process::Command::new(artifacts.cli())
         .args(["--no-default-dirs", "--plugin"])
         .arg(artifacts.plugin("fixture-tokio"))

@@ -10,11 +10,11 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 #![cfg(target_os = "linux")]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use xcsh_integration_tests::reload::{rebuild, version_and_pid};
 use xcsh_integration_tests::{lib_name, plugin};
 use xcsh_loader::library::CheckedFile;
 use xcsh_loader::session::ReloadOutcome;
@@ -28,15 +28,6 @@ fn scratch() -> (tempfile::TempDir, PathBuf) {
     (tmp, root)
 }
 
-/// Put `package`'s library at `file` the way cargo does: a new file renamed over the old.
-fn rebuild(package: &str, file: &Path) {
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    let temp = file.with_extension("new");
-    std::fs::copy(plugin(package), &temp).unwrap();
-    std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::rename(&temp, file).unwrap();
-}
-
 fn builder(root: &Path, file: &Path) -> SessionBuilder {
     Session::builder(root).default_dirs(false).plugin(file)
 }
@@ -47,16 +38,19 @@ async fn text_of(session: &Session, tool: &str, arguments: serde_json::Value) ->
     outcome.text()
 }
 
-/// "v1 (pid 123)" -> (1, 123).
-fn version_and_pid(text: &str) -> (u32, u32) {
-    let (version, pid) = text
-        .strip_prefix('v')
-        .and_then(|rest| rest.split_once(" (pid "))
-        .unwrap_or_else(|| panic!("unexpected answer {text:?}"));
-    (
-        version.parse().unwrap(),
-        pid.trim_end_matches(')').parse().unwrap(),
+/// Which build answers `reload_version`, and in which process.
+async fn answering(session: &Session) -> (u32, u32) {
+    version_and_pid(&text_of(session, "reload_version", json!({})).await)
+}
+
+/// `resolve` apply of the newest pending action; its text.
+async fn apply(session: &Session) -> String {
+    text_of(
+        session,
+        "resolve",
+        json!({"action": "apply", "reason": "ok"}),
     )
+    .await
 }
 
 fn tool_names(session: &Session) -> Vec<String> {
@@ -94,14 +88,14 @@ async fn a_rebuilt_plugin_serves_its_new_version_and_old_actions_apply_where_the
         tool_names(&session),
         ["reload_version", "reload_preview", "resolve"]
     );
-    let (version, old_pid) = version_and_pid(&text_of(&session, "reload_version", json!({})).await);
+    let (version, old_pid) = answering(&session).await;
     assert_eq!(version, 1);
     let previewed = text_of(&session, "reload_preview", json!({"file": "out.txt"})).await;
     assert_eq!(previewed, "previewed by v1");
     let generation = session.tools_generation();
 
     rebuild("fixture-reload-v2", &file);
-    let (version, new_pid) = version_and_pid(&text_of(&session, "reload_version", json!({})).await);
+    let (version, new_pid) = answering(&session).await;
     assert_eq!(version, 2, "the next call is served by the new content");
     assert_ne!(new_pid, old_pid, "by a new process");
     assert_eq!(
@@ -125,12 +119,7 @@ async fn a_rebuilt_plugin_serves_its_new_version_and_old_actions_apply_where_the
     );
 
     // The action version 1 pushed applies in version 1's process.
-    let applied = text_of(
-        &session,
-        "resolve",
-        json!({"action": "apply", "reason": "ok"}),
-    )
-    .await;
+    let applied = apply(&session).await;
     assert!(applied.contains("applied by v1"), "{applied}");
     assert_eq!(
         std::fs::read_to_string(root.join("out.txt")).unwrap(),
@@ -172,10 +161,7 @@ async fn a_file_rewritten_in_place_is_reloaded_and_an_unchanged_tool_list_keeps_
         "{reloads:?}"
     );
     let generation = session.tools_generation();
-    assert_eq!(
-        version_and_pid(&text_of(&session, "reload_version", json!({})).await).0,
-        2
-    );
+    assert_eq!(answering(&session).await.0, 2);
 
     // Rebuilt with the same tools: reloaded, but a client's tool list is still right.
     rebuild("fixture-reload-v2", &file);
@@ -219,19 +205,11 @@ async fn a_broken_rebuild_fails_the_tools_until_the_file_is_fixed() {
         "{text}"
     );
     // The old version's pending action is untouched by that.
-    let applied = text_of(
-        &session,
-        "resolve",
-        json!({"action": "apply", "reason": "ok"}),
-    )
-    .await;
+    let applied = apply(&session).await;
     assert!(applied.contains("applied by v1"), "{applied}");
 
     rebuild("fixture-reload-v2", &file);
-    assert_eq!(
-        version_and_pid(&text_of(&session, "reload_version", json!({})).await).0,
-        2
-    );
+    assert_eq!(answering(&session).await.0, 2);
 }
 
 #[tokio::test]
@@ -254,10 +232,7 @@ async fn a_rebuilt_project_plugin_runs_only_once_trusted_again() {
         "{:?}",
         session.load_errors()
     );
-    assert_eq!(
-        version_and_pid(&text_of(&session, "reload_version", json!({})).await).0,
-        1
-    );
+    assert_eq!(answering(&session).await.0, 1);
 
     rebuild("fixture-reload-v2", &file);
     let outcome = session.call("reload_version", json!({})).await;
@@ -272,7 +247,7 @@ async fn a_rebuilt_project_plugin_runs_only_once_trusted_again() {
 
     trust(&file);
     assert_eq!(
-        version_and_pid(&text_of(&session, "reload_version", json!({})).await).0,
+        answering(&session).await.0,
         2,
         "trusted again, the new content loads without another change to the file"
     );
@@ -286,10 +261,7 @@ async fn with_reload_off_the_content_checked_at_start_keeps_serving() {
     let session = builder(&root, &file).reload_changed_plugins(false).build();
     rebuild("fixture-reload-v2", &file);
     assert!(session.reload().await.is_empty());
-    assert_eq!(
-        version_and_pid(&text_of(&session, "reload_version", json!({})).await).0,
-        1
-    );
+    assert_eq!(answering(&session).await.0, 1);
 }
 
 #[tokio::test]
@@ -316,7 +288,7 @@ async fn in_process_a_change_is_reported_once_and_the_loaded_version_keeps_servi
         session.reload().await.is_empty(),
         "reported once per change"
     );
-    let (version, pid) = version_and_pid(&text_of(&session, "reload_version", json!({})).await);
+    let (version, pid) = answering(&session).await;
     assert_eq!((version, pid), (1, std::process::id()));
 }
 

@@ -6,7 +6,6 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 #![cfg(target_os = "linux")]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -15,8 +14,9 @@ use std::time::Duration;
 use rmcp::service::{NotificationContext, RoleClient};
 use rmcp::ClientHandler;
 use serde_json::json;
+use xcsh_integration_tests::lib_name;
 use xcsh_integration_tests::mcp::{text, McpServerProcess, PATIENCE};
-use xcsh_integration_tests::{lib_name, plugin};
+use xcsh_integration_tests::reload::{rebuild, version_and_pid};
 
 /// A client that counts `notifications/tools/list_changed`.
 #[derive(Clone, Default)]
@@ -44,29 +44,6 @@ impl ListChanges {
         .await;
         assert!(arrived.is_ok(), "no notifications/tools/list_changed came");
     }
-}
-
-/// Put `package`'s library at `file` the way cargo does: a new file renamed over the old.
-fn rebuild(package: &str, file: &Path) {
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    let temp = file.with_extension("new");
-    std::fs::copy(plugin(package), &temp).unwrap();
-    std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::rename(&temp, file).unwrap();
-}
-
-/// "v1 (pid 123)" -> (1, 123); the resolve reminder that follows while something is pending
-/// is ignored.
-fn version_and_pid(text: &str) -> (u32, u32) {
-    let first_line = text.lines().next().unwrap_or_default();
-    let (version, pid) = first_line
-        .strip_prefix('v')
-        .and_then(|rest| rest.split_once(" (pid "))
-        .unwrap_or_else(|| panic!("unexpected answer {text:?}"));
-    (
-        version.parse().unwrap(),
-        pid.trim_end_matches(')').parse().unwrap(),
-    )
 }
 
 async fn start(

@@ -4,23 +4,18 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
-use std::process::Stdio;
+use std::ffi::OsString;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::ServiceExt;
 use serde_json::json;
-use tokio::io::AsyncReadExt;
-use xcsh_integration_tests::{artifacts, listing, plugin, scratch};
+use xcsh_integration_tests::mcp::McpServerProcess;
+use xcsh_integration_tests::{listing, plugin, scratch};
 use xcsh_loader::messages::SESSION_ENDED;
 use xcsh_loader::store::BoxFuture;
 use xcsh_loader::{
     AgentToolResult, CallContext, PendingAction, Session, Tool, ToolError, ToolHints, ToolOrigin,
     ToolSpec,
 };
-
-const PATIENCE: Duration = Duration::from_secs(20);
 
 #[tokio::test]
 async fn close_rejects_what_is_pending_newest_first_with_the_session_end_reason() {
@@ -156,51 +151,23 @@ async fn each_action_gets_exactly_one_of_apply_or_reject() {
 #[tokio::test]
 async fn the_mcp_server_rejects_what_is_pending_when_its_client_goes_away() {
     let dir = scratch(&["a1.txt"]);
-    let artifacts = artifacts();
-    let mut child = tokio::process::Command::new(artifacts.cli())
-        .arg("--no-default-dirs")
-        .arg("--plugin")
-        .arg(artifacts.plugin("batch-rename"))
-        .arg("--cwd")
-        .arg(dir.path())
-        .arg("mcp")
-        .env("XCSH_LOG", "xcsh_loader::mcp=info")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
-    let mut stderr = child.stderr.take().unwrap();
-    let stderr_text = tokio::spawn(async move {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text).await;
-        text
-    });
-    let client = tokio::time::timeout(PATIENCE, ().serve((stdout, stdin)))
-        .await
-        .unwrap()
-        .unwrap();
-    let arguments = json!({"files": ["a1.txt"], "find": "a", "replace": "b"});
-    let params = CallToolRequestParams::new("batch_rename_preview")
-        .with_arguments(arguments.as_object().unwrap().clone());
-    let preview = tokio::time::timeout(PATIENCE, client.call_tool(params))
-        .await
-        .unwrap()
-        .unwrap();
+    let args: Vec<OsString> = vec![
+        "--no-default-dirs".into(),
+        "--plugin".into(),
+        plugin("batch-rename").into(),
+        "--cwd".into(),
+        dir.path().into(),
+    ];
+    let server = McpServerProcess::start(args).await;
+    let preview = server
+        .call(
+            "batch_rename_preview",
+            json!({"files": ["a1.txt"], "find": "a", "replace": "b"}),
+        )
+        .await;
     assert_ne!(preview.is_error, Some(true));
-    // The client goes away with the action still pending.
-    tokio::time::timeout(PATIENCE, client.cancel())
-        .await
-        .unwrap()
-        .unwrap();
-    let status = tokio::time::timeout(PATIENCE, child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success(), "{status}");
-    let stderr = stderr_text.await.unwrap();
+    // The client goes away with the action still pending; the server exits 0.
+    let stderr = server.stop().await;
     assert!(
         stderr.contains(&format!(
             "rejected a pending action: Discarded batch rename. Reason: {SESSION_ENDED}"
