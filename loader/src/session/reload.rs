@@ -181,14 +181,15 @@ async fn changed_since(
         if !differs(seen, now.as_ref()) {
             return None;
         }
-        let age = now
-            .as_ref()
-            .and_then(FileStamp::last_change)
-            .and_then(|at| at.elapsed().ok());
-        let pause = match age {
-            Some(age) if age < SETTLE => SETTLE - age,
-            Some(_) => return Some(now),
+        let pause = match now.as_ref() {
+            // Missing: waited for once.
             None => SETTLE,
+            Some(stamp) => match stamp.last_change().map(|at| at.elapsed()) {
+                Some(Ok(age)) if age < SETTLE => SETTLE - age,
+                // Settled, or stamped in the future (a clock or an archive): nothing to wait
+                // for.
+                _ => return Some(now),
+            },
         };
         if waited >= SETTLE_LIMIT || (now.is_none() && waited >= SETTLE) {
             return Some(now);
@@ -341,5 +342,59 @@ impl Session {
         })
         .await
         .map_err(fail)?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+    use super::*;
+
+    fn stamped_file() -> (tempfile::TempDir, PathBuf, Option<FileStamp>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("libplugin.so");
+        std::fs::write(&path, b"first").unwrap();
+        let seen = FileStamp::of_path(&path);
+        (dir, path, seen)
+    }
+
+    #[tokio::test]
+    async fn an_unchanged_file_is_not_reported() {
+        let (_dir, path, seen) = stamped_file();
+        assert!(changed_since(&path, seen.as_ref()).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_fresh_change_is_reported_once_it_settled() {
+        let (_dir, path, seen) = stamped_file();
+        std::fs::write(&path, b"second, longer").unwrap();
+        let now = changed_since(&path, seen.as_ref()).await.unwrap().unwrap();
+        let age = now.last_change().unwrap().elapsed().unwrap();
+        assert!(age >= SETTLE, "returned {age:?} after the change");
+        assert_eq!(now.len(), 14);
+    }
+
+    #[tokio::test]
+    async fn a_file_stamped_in_the_future_is_not_waited_for() {
+        let (_dir, path, seen) = stamped_file();
+        std::fs::write(&path, b"second").unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(std::time::SystemTime::now() + Duration::from_secs(3600))
+            .unwrap();
+        let start = std::time::Instant::now();
+        assert!(changed_since(&path, seen.as_ref()).await.is_some());
+        assert!(
+            start.elapsed() < SETTLE_LIMIT,
+            "waited {:?}",
+            start.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_removed_file_is_reported_as_gone() {
+        let (_dir, path, seen) = stamped_file();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(changed_since(&path, seen.as_ref()).await, Some(None));
     }
 }
