@@ -38,7 +38,7 @@
 //! | [`isolate`] | process isolation: each plugin library in a child process (`xcsh-plugin-host`) |
 //! | `plugin_abi` | the host side of the plugin ABI: plugin tools and actions as [`Tool`]s and [`PendingAction`]s |
 //! | [`resolve`] | the `resolve` tool, tool-choice steering, the renderer |
-//! | [`session`] | [`Session`] and [`SessionBuilder`]: loading into a session, validating and running calls |
+//! | [`session`] | [`Session`] and [`SessionBuilder`]: loading into a session, validating and running calls, reloading changed plugin files |
 //! | `mcp` | the MCP server (cargo feature `mcp`) |
 //!
 //! Cargo features: `ast-edit` (the built-in `ast_edit`, from the `xcsh-ast-edit` plugin
