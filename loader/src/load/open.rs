@@ -25,7 +25,7 @@
 //! (device, inode, size and change times); once it was replaced or rewritten, loading it in
 //! this process is refused with [`LoadErrorKind::ChangedSinceLoaded`], since the earlier copy
 //! is still in use and a second copy of the same plugin would run beside it. Plugin children
-//! have no such rule: a new version gets a new process ([`descriptor_for_child`]).
+//! have no such rule: a new version gets a new process (`descriptor_for_child`).
 
 use std::collections::HashMap;
 use std::fs::File;
