@@ -72,7 +72,9 @@ pub use resolve::render::{render_resolve, RenderStyle};
 pub use resolve::{render, steering};
 pub use session::{LoadedPlugin, Session, SessionBuilder};
 pub use steering::{Provider, SteeringMessage, ToolChoice};
-pub use store::{PendingAction, PendingActionStore, PendingSummary, PushSubscription};
+pub use store::{
+    PendingAction, PendingActionSink, PendingActionStore, PendingSummary, PushSubscription,
+};
 /// The sandbox a plugin's child process puts itself in (see the README's "Isolation").
 pub use sys::sandbox;
 pub use tool::{

@@ -105,6 +105,38 @@ impl PendingAction {
     pub(crate) fn into_callbacks(self) -> (ApplyFn, Option<RejectFn>) {
         (self.apply, self.reject)
     }
+
+    /// Run `apply(reason)`, consuming the action (an embedder's own `resolve` uses this).
+    pub fn apply(self, reason: String) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+        (self.apply)(reason)
+    }
+
+    /// Run `reject(reason)` when the action has one, consuming the action; `Ok(None)` when it
+    /// has none or it gave no result (the caller's default discard text stands).
+    pub fn reject(self, reason: String) -> BoxFuture<Result<Option<AgentToolResult>, ToolError>> {
+        match self.reject {
+            Some(reject) => reject(reason),
+            None => Box::pin(async { Ok(None) }),
+        }
+    }
+}
+
+/// Where a session's pushed pending actions go: its own [`PendingActionStore`], or the store
+/// of the runtime that embeds the session (a TypeScript runtime's, through the Node-API
+/// binding), which may refuse a push.
+///
+/// A refused action is dropped without running either callback, and the tool that pushed it
+/// gets the refusal's message as its push error: nothing is left half-pushed.
+pub trait PendingActionSink: Send + Sync {
+    /// Take `action`, or refuse it with the message the pushing tool's push fails with.
+    fn push_action(&self, action: PendingAction) -> Result<(), ToolError>;
+}
+
+impl PendingActionSink for PendingActionStore {
+    fn push_action(&self, action: PendingAction) -> Result<(), ToolError> {
+        self.push(action);
+        Ok(())
+    }
 }
 
 /// What a push listener sees: the pushed action's summary and the new count.

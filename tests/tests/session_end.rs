@@ -96,7 +96,7 @@ impl Tool for Recorder {
         Box::pin(async move {
             ctx.store
                 .ok_or_else(|| ToolError::new("no store"))?
-                .push(action);
+                .push_action(action)?;
             Ok(AgentToolResult::text("recorded"))
         })
     }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use xcsh_loader::store::BoxFuture;
 use xcsh_loader::{
-    AgentToolResult, CallContext, PendingAction, Session, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec,
+    AgentToolResult, CallContext, PendingAction, Session, Tool, ToolError, ToolHints,
+    ToolOrigin, ToolSpec,
 };
 
 struct Echo(ToolSpec);
@@ -48,11 +49,11 @@ impl Tool for Preview {
             let store = ctx
                 .store
                 .ok_or_else(|| ToolError::new(xcsh_loader::STORE_UNAVAILABLE))?;
-            store.push(PendingAction::new(
+            store.push_action(PendingAction::new(
                 label,
                 "preview",
                 Box::new(|reason| Box::pin(async move { Ok(AgentToolResult::text(reason)) })),
-            ));
+            ))?;
             Ok(AgentToolResult::text("previewed"))
         })
     }

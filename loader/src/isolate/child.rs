@@ -32,7 +32,7 @@ use crate::plugin_abi::{instantiate, LogSink, PluginTool, PushSink};
 use crate::store::PendingAction;
 use crate::sys::sandbox::{apply_limits, confine_filesystem, Confinement, SandboxPolicy};
 use crate::sys::spawn::{die_with_parent, parent_is, take_inherited};
-use crate::tool::{CallContext, CancelToken, Tool};
+use crate::tool::{CallContext, CancelToken, Tool, ToolError};
 
 /// What the host passes on the command line.
 struct Arguments {
@@ -123,13 +123,71 @@ pub fn child_main() -> ExitCode {
 /// The writing end of the socket, shared by every thread of the child.
 type Outgoing = Arc<FrameWriter<UnixStream>>;
 
+/// The child's side of the plugin's pushes: the actions the host took, by id, and the pushes
+/// waiting for the host's answer.
+#[derive(Default)]
+struct Pushes {
+    actions: Mutex<HashMap<u64, PendingAction>>,
+    waiting: Mutex<HashMap<u64, std::sync::mpsc::SyncSender<Option<String>>>>,
+    next: AtomicU64,
+    /// Set once calls are served: before that (a push from the factory) nobody reads the
+    /// host's answer.
+    serving: std::sync::atomic::AtomicBool,
+}
+
+impl Pushes {
+    /// Send `action` to the host and wait for its answer: the plugin's push succeeds only once
+    /// the session's store took the action, and fails with the store's refusal otherwise.
+    /// Another worker reads the answer (see [`work`]).
+    fn push(&self, outgoing: &Outgoing, action: PendingAction) -> Result<(), ToolError> {
+        if !self.serving.load(Ordering::SeqCst) {
+            return Err(ToolError::new(
+                "a pending action can only be pushed while a tool runs, not from the plugin's factory",
+            ));
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let message = ChildMessage::Push {
+            action: id,
+            label: action.label().to_owned(),
+            source_tool_name: action.source_tool_name().to_owned(),
+            details: action.details().cloned(),
+            has_reject: action.has_reject(),
+        };
+        let (answer, answered) = std::sync::mpsc::sync_channel(1);
+        lock(&self.waiting).insert(id, answer);
+        // Kept before the push is sent: the host may apply it as soon as it took it.
+        lock(&self.actions).insert(id, action);
+        outgoing.send(&message);
+        let refused = match answered.recv() {
+            Ok(refused) => refused,
+            // The host is gone: nobody will resolve the action.
+            Err(_) => Some("the host ended the session".to_owned()),
+        };
+        match refused {
+            None => Ok(()),
+            Some(message) => {
+                let action = lock(&self.actions).remove(&id);
+                drop(action);
+                Err(ToolError::new(message))
+            }
+        }
+    }
+
+    /// The host's answer to the push of `action`.
+    fn answered(&self, action: u64, refused: Option<String>) {
+        if let Some(waiting) = lock(&self.waiting).remove(&action) {
+            let _ = waiting.send(refused);
+        }
+    }
+}
+
 /// What every worker thread of the child shares.
 struct Shared {
     reader: Mutex<FrameReader<UnixStream>>,
     outgoing: Outgoing,
     tools: HashMap<String, Arc<PluginTool>>,
     calls: Mutex<HashMap<u64, CancelToken>>,
-    actions: Arc<Mutex<HashMap<u64, PendingAction>>>,
+    pushes: Arc<Pushes>,
     /// Workers not busy with a message: one of them is (or will be) reading.
     idle: AtomicUsize,
     /// Polls plugin futures (`Handle::block_on`); they bring their own runtime.
@@ -188,12 +246,12 @@ fn serve(
             return 0;
         }
     };
-    let actions: Arc<Mutex<HashMap<u64, PendingAction>>> = Arc::default();
+    let pushes: Arc<Pushes> = Arc::default();
     let loaded = load(
         &arguments,
         File::from(plugin),
         &outgoing,
-        &actions,
+        &pushes,
         confinement,
     );
     let tools = match loaded {
@@ -208,11 +266,12 @@ fn serve(
         outgoing,
         tools,
         calls: Mutex::default(),
-        actions,
+        pushes,
         idle: AtomicUsize::new(1),
         runtime,
         cwd: arguments.cwd,
     });
+    shared.pushes.serving.store(true, Ordering::SeqCst);
     work(&shared)
 }
 
@@ -233,6 +292,10 @@ fn work(shared: &Arc<Shared>) -> i32 {
                 if let Some(cancel) = lock(&shared.calls).get(&call) {
                     cancel.cancel();
                 }
+                continue;
+            }
+            HostMessage::PushAnswered { action, refused } => {
+                shared.pushes.answered(action, refused);
                 continue;
             }
             HostMessage::Shutdown => {
@@ -283,10 +346,10 @@ fn handle(shared: &Shared, message: HostMessage) {
             reason,
         } => resolve(shared, request, action, reason, false),
         HostMessage::DropAction { action } => {
-            let action = lock(&shared.actions).remove(&action);
+            let action = lock(&shared.pushes.actions).remove(&action);
             drop(action);
         }
-        HostMessage::Cancel { .. } | HostMessage::Shutdown => {}
+        HostMessage::Cancel { .. } | HostMessage::Shutdown | HostMessage::PushAnswered { .. } => {}
     }
 }
 
@@ -335,26 +398,14 @@ fn load(
     arguments: &Arguments,
     plugin: File,
     outgoing: &Outgoing,
-    actions: &Arc<Mutex<HashMap<u64, PendingAction>>>,
+    pushes: &Arc<Pushes>,
     confinement: Option<Confinement>,
 ) -> Result<HashMap<String, Arc<PluginTool>>, crate::load::LoadErrorKind> {
     let library = load_inherited(&arguments.path, plugin).map_err(|error| error.kind)?;
     let sink: Option<PushSink> = arguments.store.then(|| {
         let outgoing = outgoing.clone();
-        let actions = Arc::clone(actions);
-        let next = AtomicU64::new(1);
-        Arc::new(move |action: PendingAction| {
-            let id = next.fetch_add(1, Ordering::Relaxed);
-            let message = ChildMessage::Push {
-                action: id,
-                label: action.label().to_owned(),
-                source_tool_name: action.source_tool_name().to_owned(),
-                details: action.details().cloned(),
-                has_reject: action.has_reject(),
-            };
-            lock(&actions).insert(id, action);
-            outgoing.send(&message);
-        }) as PushSink
+        let pushes = Arc::clone(pushes);
+        Arc::new(move |action: PendingAction| pushes.push(&outgoing, action)) as PushSink
     });
     let logs = outgoing.clone();
     let logger: LogSink = Arc::new(move |level, message| {
@@ -402,7 +453,7 @@ fn load(
 
 /// Apply or reject `action` on this worker, then answer `request`.
 fn resolve(shared: &Shared, request: u64, action: u64, reason: String, apply: bool) {
-    let Some(action) = lock(&shared.actions).remove(&action) else {
+    let Some(action) = lock(&shared.pushes.actions).remove(&action) else {
         shared.outgoing.send(&ChildMessage::Resolved {
             request,
             resolution: Resolution::Failed {

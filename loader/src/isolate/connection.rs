@@ -31,7 +31,7 @@ use super::protocol::{
 };
 use super::GRACE_PERIOD;
 use crate::load::{LoadError, LoadErrorKind};
-use crate::store::PendingActionStore;
+use crate::store::PendingActionSink;
 use crate::sys::sandbox::{Confinement, SandboxPolicy};
 use crate::sys::spawn::{describe_exit, inherit_and_die_with_parent};
 use crate::tool::{CancelToken, UpdateSink};
@@ -67,7 +67,7 @@ pub(super) struct Launch {
     /// The checked content: the opened file, or a sealed memfd of the pinned bytes.
     pub descriptor: Arc<File>,
     pub cwd: PathBuf,
-    pub store: Option<Arc<PendingActionStore>>,
+    pub store: Option<Arc<dyn PendingActionSink>>,
     /// What the child may do; it confines itself before it loads the library.
     pub sandbox: SandboxPolicy,
     /// The session's private temporary directory, the child's `TMPDIR`.

@@ -22,7 +22,7 @@ use crate::load::{CheckedFile, LoadError, LoadErrorKind};
 use crate::messages::{
     plugin_crashed, plugin_disabled, plugin_out_of_memory, PLUGIN_PROCESS_STOPPED,
 };
-use crate::store::{BoxFuture, PendingActionStore};
+use crate::store::{BoxFuture, PendingActionSink};
 use crate::sys::sandbox::{Confinement, SandboxPolicy};
 use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec};
 
@@ -46,7 +46,7 @@ pub(crate) fn start(
     file: &CheckedFile,
     descriptor: File,
     cwd: &Path,
-    store: Option<Arc<PendingActionStore>>,
+    store: Option<Arc<dyn PendingActionSink>>,
     sandbox: SandboxPolicy,
     temp_dir: Option<PathBuf>,
 ) -> Result<Starting, LoadError> {

@@ -24,7 +24,7 @@ use crate::load::LoadErrorKind;
 /// The version of these messages. The host passes it to the child (`--protocol N`), which
 /// refuses to serve a host of another version: `xcsh-plugin-host` must come from the same
 /// build as the loader.
-pub(crate) const PROTOCOL_VERSION: u32 = 1;
+pub(crate) const PROTOCOL_VERSION: u32 = 2;
 
 /// The largest frame either side accepts (a 50 MiB result still fits, with JSON escaping).
 pub(crate) const MAX_FRAME: usize = 256 * 1024 * 1024;
@@ -108,6 +108,13 @@ pub(crate) enum HostMessage {
     },
     /// The host dropped the unresolved action `action` (a cleared store, an ended session).
     DropAction { action: u64 },
+    /// The answer to the [`ChildMessage::Push`] of `action`: taken (`refused` is `None`), or
+    /// refused by the session's store with this message (the child drops the action, and
+    /// the plugin's push fails with the message).
+    PushAnswered {
+        action: u64,
+        refused: Option<String>,
+    },
     /// The session ended: cancel everything and exit.
     Shutdown,
 }
@@ -140,7 +147,8 @@ pub(crate) enum ChildMessage {
     /// A line for the host's log.
     Log { level: LogLevel, message: String },
     /// The plugin pushed a pending action; it lives in the child under `action`. Sent before
-    /// the `Done` of the call that pushed it.
+    /// the `Done` of the call that pushed it; the plugin's push waits for the host's
+    /// [`HostMessage::PushAnswered`].
     Push {
         action: u64,
         label: String,

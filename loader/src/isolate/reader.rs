@@ -11,9 +11,9 @@ use std::sync::{Arc, Weak};
 use tokio::sync::{mpsc, oneshot};
 
 use super::connection::{lock, CallEnd, Connection, Hello, Shared, Stop};
-use super::protocol::{ChildMessage, FrameReader, LogLevel, ReadError};
+use super::protocol::{ChildMessage, FrameReader, HostMessage, LogLevel, ReadError};
 use crate::load::LoadErrorKind;
-use crate::store::PendingActionStore;
+use crate::store::PendingActionSink;
 
 /// A plugin's log line, as in-process plugins log them.
 pub(super) fn log_line(path: &std::path::Path, level: LogLevel, message: &str) {
@@ -33,7 +33,7 @@ pub(super) struct Reader {
     pub(super) frames: FrameReader<UnixStream>,
     pub(super) connection: Weak<Connection>,
     pub(super) shared: Arc<Shared>,
-    pub(super) store: Option<Arc<PendingActionStore>>,
+    pub(super) store: Option<Arc<dyn PendingActionSink>>,
     pub(super) path: PathBuf,
     pub(super) stop: mpsc::UnboundedSender<Stop>,
 }
@@ -125,17 +125,27 @@ impl Reader {
                 details,
                 has_reject,
             } => {
-                // The child only sends pushes when the session has a store.
-                if let (Some(store), Some(connection)) = (&self.store, self.connection.upgrade()) {
-                    store.push(super::proxy::proxy_action(
-                        connection,
-                        action,
-                        label,
-                        source_tool_name,
-                        details,
-                        has_reject,
-                    ));
-                }
+                // The child only sends pushes when the session has a store; it waits for the
+                // answer, which is sent only once the store took the action (or refused it),
+                // so a call's pushes reach the store before its `Done` is read.
+                let Some(connection) = self.connection.upgrade() else {
+                    return;
+                };
+                let refused = match &self.store {
+                    Some(store) => store
+                        .push_action(super::proxy::proxy_action(
+                            Arc::clone(&connection),
+                            action,
+                            label,
+                            source_tool_name,
+                            details,
+                            has_reject,
+                        ))
+                        .err()
+                        .map(|error| error.message().to_owned()),
+                    None => Some(crate::messages::STORE_UNAVAILABLE.to_owned()),
+                };
+                connection.send(HostMessage::PushAnswered { action, refused });
             }
             ChildMessage::Log { level, message } => log_line(&self.path, level, &message),
             ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. } => {}

@@ -18,7 +18,7 @@ use xcsh_plugin_api::AgentToolResult;
 
 use super::{plugin_tool, store_sink, HostServices};
 use crate::load::{LoadError, LoadErrorKind};
-use crate::store::{BoxFuture, PendingActionStore};
+use crate::store::{BoxFuture, PendingActionSink};
 use crate::tool::{CallContext, Tool, ToolError, ToolOrigin, ToolSpec};
 
 /// The path built-in tools are reported under (logs, load errors).
@@ -60,7 +60,7 @@ pub fn builtin_plugin_tools<F: PluginFactory>() -> Result<Vec<Arc<dyn Tool>>, Lo
 fn create_builtin(
     module: PluginModuleRef,
     cwd: &Path,
-    store: Option<Arc<PendingActionStore>>,
+    store: Option<Arc<dyn PendingActionSink>>,
 ) -> Result<Vec<FfiToolDef>, LoadError> {
     let host = HostApiFfi_TO::from_value(
         HostServices {

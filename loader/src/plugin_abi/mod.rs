@@ -20,20 +20,21 @@ use xcsh_plugin_api::AgentToolResult;
 
 use crate::load::{LoadError, LoadErrorKind, PluginLibrary};
 use crate::messages::STORE_UNAVAILABLE;
-use crate::store::{BoxFuture, PendingAction, PendingActionStore};
+use crate::store::{BoxFuture, PendingAction, PendingActionSink};
 use crate::tool::{CallContext, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec, UpdateSink};
 
-/// Where a plugin's pushed pending actions go: the session's store in-process, or (in a
-/// plugin child) a registry that tells the host. `None` in a runtime without a store.
-pub(crate) type PushSink = Arc<dyn Fn(PendingAction) + Send + Sync>;
+/// Where a plugin's pushed pending actions go: the session's sink in-process, or (in a
+/// plugin child) a registry that tells the host and waits for its answer. `None` in a runtime
+/// without a store. An `Err` is the message the plugin's push fails with.
+pub(crate) type PushSink = Arc<dyn Fn(PendingAction) -> Result<(), ToolError> + Send + Sync>;
 
 /// Where a plugin's log lines go when not to this process's `tracing` (a plugin child sends
 /// them to the host).
 pub(crate) type LogSink = Arc<dyn Fn(FfiLogLevel, String) + Send + Sync>;
 
-/// The push sink of an in-process plugin: the session's store.
-pub(crate) fn store_sink(store: Option<Arc<PendingActionStore>>) -> Option<PushSink> {
-    store.map(|store| Arc::new(move |action| store.push(action)) as PushSink)
+/// The push sink of an in-process plugin: the session's store, or its embedder's.
+pub(crate) fn store_sink(store: Option<Arc<dyn PendingActionSink>>) -> Option<PushSink> {
+    store.map(|store| Arc::new(move |action| store.push_action(action)) as PushSink)
 }
 
 mod builtin;
@@ -60,11 +61,8 @@ impl HostApiFfi for HostServices {
         let Some(sink) = &self.sink else {
             return RResult::RErr(STORE_UNAVAILABLE.into());
         };
-        match pending_action_from_ffi(action) {
-            Ok(action) => {
-                sink(action);
-                RResult::ROk(())
-            }
+        match pending_action_from_ffi(action).and_then(|action| sink(action)) {
+            Ok(()) => RResult::ROk(()),
             Err(error) => RResult::RErr(error.message().into()),
         }
     }

@@ -14,7 +14,7 @@ use crate::load::safety::FileStamp;
 use crate::load::trust::{TrustStatus, TrustStore};
 use crate::load::{load_checked, CheckedFile, LoadError, LoadErrorKind, PluginLibrary};
 use crate::resolve::steering::SteeringMessage;
-use crate::store::PendingActionStore;
+use crate::store::{PendingActionSink, PendingActionStore};
 use crate::sys::sandbox::{SandboxPolicy, DEFAULT_MAX_OPEN_FILES, DEFAULT_MEMORY_LIMIT};
 use crate::tool::Tool;
 
@@ -32,6 +32,8 @@ pub struct SessionBuilder {
     cwd: PathBuf,
     discovery: Discovery,
     with_store: bool,
+    /// The embedder's store, when pushes go there instead of to a store of the session's.
+    external_sink: Option<Arc<dyn PendingActionSink>>,
     builtins: Vec<Arc<dyn Tool>>,
     default_timeout: Option<Duration>,
     after_check: Option<AfterCheckHook>,
@@ -70,6 +72,7 @@ impl SessionBuilder {
             },
             cwd,
             with_store: true,
+            external_sink: None,
             builtins: Vec::new(),
             default_timeout: None,
             after_check: None,
@@ -198,6 +201,21 @@ impl SessionBuilder {
     #[must_use]
     pub fn without_store(mut self) -> Self {
         self.with_store = false;
+        self.external_sink = None;
+        self
+    }
+
+    /// Send every pending action the session's tools push to `sink` (the store of the runtime
+    /// embedding this session, such as a TypeScript runtime's through the Node-API binding)
+    /// instead of to a store of the session's own. The session then has no store of its own
+    /// ([`Session::store`] is `None`), registers no `resolve` (the embedder resolves), and a
+    /// push `sink` refuses fails in the plugin with the refusal's message. Under process
+    /// isolation each push waits for `sink`'s answer before the plugin goes on, so a call
+    /// ends only after its pushes reached `sink`, in push order.
+    #[must_use]
+    pub fn pending_actions_to(mut self, sink: Arc<dyn PendingActionSink>) -> Self {
+        self.with_store = false;
+        self.external_sink = Some(sink);
         self
     }
 
@@ -238,9 +256,14 @@ impl SessionBuilder {
                     .push(SteeringMessage::resolve_reminder(&action.source_tool_name));
             })
         });
+        let sink = match (&store, self.external_sink.take()) {
+            (Some(store), _) => Some(Arc::clone(store) as Arc<dyn PendingActionSink>),
+            (None, external) => external,
+        };
         let mut session = Session {
             cwd: self.cwd.clone(),
             store,
+            sink,
             registry: Default::default(),
             resolve: OnceLock::new(),
             load_errors: Vec::new(),
@@ -347,7 +370,7 @@ impl SessionBuilder {
             temp_dir,
             require_sandbox: self.require_sandbox,
             cwd: session.cwd.clone(),
-            store: session.store.clone(),
+            store: session.sink.clone(),
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::load::discovery::Candidate;
 use crate::load::open::descriptor_for_child;
 use crate::load::{LoadError, LoadErrorKind};
 use crate::sandbox::Enforcement;
-use crate::store::PendingActionStore;
+use crate::store::PendingActionSink;
 use crate::sys::sandbox::SandboxPolicy;
 
 use super::builder::Loader;
@@ -29,7 +29,8 @@ pub(super) struct ProcessSettings {
     /// Refuse a child whose sandbox is not in force instead of warning.
     pub(super) require_sandbox: bool,
     pub(super) cwd: PathBuf,
-    pub(super) store: Option<Arc<PendingActionStore>>,
+    /// Where the session's pushes go.
+    pub(super) store: Option<Arc<dyn PendingActionSink>>,
 }
 
 /// A plugin whose child started and passed the handshake.

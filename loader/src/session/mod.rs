@@ -26,7 +26,7 @@ use crate::load::LoadError;
 use crate::plugin_abi::{instantiate, store_sink};
 use crate::resolve::steering::{forced_tool_choice, Provider, SteeringMessage, ToolChoice};
 use crate::resolve::{resolve_spec, run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
-use crate::store::{PendingActionStore, PushSubscription};
+use crate::store::{PendingActionSink, PendingActionStore, PushSubscription};
 use crate::tool::{bounded, CallContext, Tool, ToolSpec};
 
 pub use crate::tool::{CallOptions, ToolOutcome};
@@ -52,7 +52,11 @@ pub struct LoadedPlugin {
 /// One agent session: its tools, its store, its steering queue.
 pub struct Session {
     cwd: PathBuf,
+    /// The session's own store; `None` without a store, or when pushes go to the embedder's.
     store: Option<Arc<PendingActionStore>>,
+    /// Where plugins' pushes go: `store`, or the embedder's sink (see
+    /// [`SessionBuilder::pending_actions_to`]).
+    sink: Option<Arc<dyn PendingActionSink>>,
     /// The tools now; replaced whole when a plugin is reloaded.
     registry: RwLock<Arc<Registry>>,
     /// `resolve`, once some tool is deferrable; it stays while the session lives, so whatever
@@ -107,9 +111,13 @@ impl Session {
         Arc::make_mut(registry).register(tool)
     }
 
-    /// Register `resolve` if some tool is deferrable and it is not yet; whether it was.
+    /// Register `resolve` if some tool is deferrable and it is not yet; whether it was. Never
+    /// when pushes go to the embedder's store: its runtime has a `resolve` of its own.
     fn register_resolve_if_needed(&self) -> bool {
-        if self.resolve.get().is_some() || !self.registry().specs().any(|spec| spec.deferrable) {
+        if self.resolve.get().is_some()
+            || self.embedder_resolves()
+            || !self.registry().specs().any(|spec| spec.deferrable)
+        {
             return false;
         }
         let spec = resolve_spec();
@@ -136,7 +144,7 @@ impl Session {
                     library,
                     &candidate.path,
                     &self.cwd,
-                    store_sink(self.store.clone()),
+                    store_sink(self.sink.clone()),
                     None,
                 )
             });
@@ -242,9 +250,14 @@ impl Session {
         &self.cwd
     }
 
-    /// The store, if the session has one.
+    /// The store, if the session has one of its own.
     pub fn store(&self) -> Option<&Arc<PendingActionStore>> {
         self.store.as_ref()
+    }
+
+    /// Whether pushes go to the embedder's store ([`SessionBuilder::pending_actions_to`]).
+    fn embedder_resolves(&self) -> bool {
+        self.store.is_none() && self.sink.is_some()
     }
 
     /// Every load problem met while building the session.
@@ -332,7 +345,7 @@ impl Session {
         }
         let ctx = CallContext {
             cwd: self.cwd.clone(),
-            store: self.store.clone(),
+            store: self.sink.clone(),
             cancel: options.cancel.clone(),
             updates: options.updates.clone(),
         };

@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use xcsh_plugin_api::AgentToolResult;
 
-use crate::store::{BoxFuture, PendingActionStore};
+use crate::store::{BoxFuture, PendingActionSink};
 
 /// An error from a tool, an `apply` or a `reject`: a message for the model and the user.
 ///
@@ -143,8 +143,8 @@ pub type UpdateSink = Arc<dyn Fn(AgentToolResult) + Send + Sync>;
 pub struct CallContext {
     /// The session's working directory.
     pub cwd: PathBuf,
-    /// The session's store, if it has one.
-    pub store: Option<Arc<PendingActionStore>>,
+    /// Where the session's pending actions go (its store, or its embedder's), if anywhere.
+    pub store: Option<Arc<dyn PendingActionSink>>,
     /// Cancellation of this call.
     pub cancel: CancelToken,
     /// Partial-result listener, if the caller wants updates.
