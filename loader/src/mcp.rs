@@ -53,73 +53,21 @@ pub fn protocol_stdout() -> std::io::Result<std::fs::File> {
 mod progress {
     //! A tool's partial updates (`ctx.update`) as MCP `notifications/progress`, for a call
     //! whose request carried a progress token. A chatty tool cannot flood the client: the
-    //! updates are paced by a [`ProgressThrottle`] (one per
+    //! updates are paced by a [`ProgressThrottle`](crate::tool::ProgressThrottle) (one per
     //! [`PROGRESS_INTERVAL`](crate::tool::PROGRESS_INTERVAL); the newest
     //! held back goes out when it is due, or when the call ends).
 
-    use std::time::Instant;
-
     use rmcp::model::{ProgressNotificationParam, ProgressToken};
     use rmcp::service::{Peer, RoleServer};
-    use tokio::sync::mpsc;
-    use tokio::task::JoinHandle;
 
-    use crate::tool::{ProgressThrottle, UpdateSink};
+    use crate::tool::PacedUpdates;
 
-    /// Forwards one call's updates to the client.
-    pub(super) struct Forwarder {
-        updates: mpsc::UnboundedSender<Option<String>>,
-        task: JoinHandle<()>,
-    }
-
-    impl Forwarder {
-        pub(super) fn start(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
-            let (updates, mut received) = mpsc::unbounded_channel::<Option<String>>();
-            let task = tokio::spawn(async move {
-                let mut sent = 0u32;
-                let mut throttle = ProgressThrottle::default();
-                loop {
-                    let update = match throttle.due_at() {
-                        Some(due) => tokio::select! {
-                            update = received.recv() => update,
-                            () = tokio::time::sleep_until(due.into()) => {
-                                if let Some(message) = throttle.take_due(Instant::now()) {
-                                    sent += 1;
-                                    send(&peer, &token, sent, message).await;
-                                }
-                                continue;
-                            }
-                        },
-                        None => received.recv().await,
-                    };
-                    // `None`: the call is over (`finish`); a closed channel: the same.
-                    let Some(Some(message)) = update else { break };
-                    if let Some(message) = throttle.offer(message, Instant::now()) {
-                        sent += 1;
-                        send(&peer, &token, sent, message).await;
-                    }
-                }
-                if let Some(message) = throttle.finish() {
-                    send(&peer, &token, sent + 1, message).await;
-                }
-            });
-            Self { updates, task }
-        }
-
-        /// What the session calls with each partial result.
-        pub(super) fn sink(&self) -> UpdateSink {
-            let updates = self.updates.clone();
-            std::sync::Arc::new(move |partial: crate::AgentToolResult| {
-                let _ = updates.send(Some(partial.joined_text()));
-            })
-        }
-
-        /// The call is over: send what is held back, then stop. Updates a plugin sends later
-        /// (from a task that outlived its call) go nowhere.
-        pub(super) async fn finish(self) {
-            let _ = self.updates.send(None);
-            let _ = self.task.await;
-        }
+    /// Forwards one call's updates to the client, paced.
+    pub(super) fn forwarder(peer: Peer<RoleServer>, token: ProgressToken) -> PacedUpdates {
+        PacedUpdates::start(move |n, partial| {
+            let (peer, token) = (peer.clone(), token.clone());
+            async move { send(&peer, &token, n, partial.joined_text()).await }
+        })
     }
 
     async fn send(peer: &Peer<RoleServer>, token: &ProgressToken, n: u32, message: String) {
@@ -303,11 +251,11 @@ impl McpServer {
         let progress = context
             .meta
             .get_progress_token()
-            .map(|token| progress::Forwarder::start(context.peer.clone(), token));
+            .map(|token| progress::forwarder(context.peer.clone(), token));
         let options = CallOptions {
             tool_call_id: Some(format!("mcp_{}", context.id)),
             cancel: cancel.clone(),
-            updates: progress.as_ref().map(progress::Forwarder::sink),
+            updates: progress.as_ref().map(crate::tool::PacedUpdates::sink),
             ..CallOptions::default()
         };
         let call = self.session.call_with(name, arguments, options);

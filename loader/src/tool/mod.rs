@@ -12,7 +12,7 @@ pub(crate) use outcome::{bounded, Interrupted};
 /// plugin process is killed (or, in-process, before the call is reported abandoned).
 pub(crate) const GRACE_PERIOD: std::time::Duration = std::time::Duration::from_millis(750);
 pub use outcome::{CallOptions, ToolOutcome};
-pub use progress::{ProgressThrottle, PROGRESS_INTERVAL};
+pub use progress::{PacedUpdates, ProgressThrottle, PROGRESS_INTERVAL};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,0 +1,100 @@
+// Types of @xcsh/native-plugins. The shapes mirror xcsh's own `CustomToolFactory`,
+// `CustomTool`, `CustomToolPendingAction` and `AgentToolResult`, and require of `pi` only what
+// the factory reads, so any xcsh runtime (or a runtime written from the seed) fits.
+
+/** A block of a tool result. */
+export type NativeContent =
+  | { type: "text"; text: string }
+  | { type: "image"; data: string; mimeType: string };
+
+/** What a tool, an `apply` or a `reject` gives back (xcsh's `AgentToolResult`). */
+export interface NativeToolResult {
+  content: NativeContent[];
+  details?: unknown;
+}
+
+/** A pending action as pushed onto the runtime's store (xcsh's `CustomToolPendingAction`). */
+export interface NativePendingAction {
+  label: string;
+  sourceToolName: string;
+  details?: unknown;
+  /** Runs the plugin's `apply`, in its process. Only one of `apply`/`reject` runs, once. */
+  apply(reason: string): Promise<NativeToolResult>;
+  /** Runs the plugin's `reject`; `undefined` when the plugin gave none (the runtime's default text stands). */
+  reject(reason: string): Promise<NativeToolResult | undefined>;
+}
+
+/** What the factory reads from xcsh's `CustomToolAPI` (`pi`), and nothing more. */
+export interface NativeToolHost {
+  /** The session's working directory (relative paths in tool arguments resolve against it). */
+  cwd: string;
+  /** The runtime's store. Absent: a plugin's push fails with `Pending action store unavailable for custom tools in this runtime.`; throwing: it fails with the thrown message. */
+  pushPendingAction?: (action: NativePendingAction) => void;
+  /** Where load errors and plugin log lines go, when present. */
+  logger?: Partial<Record<"debug" | "info" | "warn" | "error", (message: string) => void>>;
+}
+
+/** An xcsh `CustomTool` backed by a native plugin. */
+export interface NativeTool {
+  name: string;
+  label: string;
+  description: string;
+  /** The tool's JSON Schema (arguments are validated against it before the plugin runs). */
+  parameters: Record<string, unknown>;
+  hidden: boolean;
+  /** It may push pending actions (the runtime's `resolve` applies or discards them). */
+  deferrable: boolean;
+  /**
+   * Run the tool. Rejects with an `Error` carrying the loader's message (plugin file, tool and
+   * cause) on invalid arguments, a tool error, a crashed plugin process or a timeout. When it
+   * settles, every action the call pushed has been handed to `pi.pushPendingAction`, in order.
+   */
+  execute(
+    toolCallId: string,
+    params: unknown,
+    onUpdate?: (partial: NativeToolResult) => void,
+    ctx?: unknown,
+    signal?: AbortSignal,
+  ): Promise<NativeToolResult>;
+}
+
+/** Options of {@link nativeToolFactory}: the `xcsh-plugins` CLI's, with the same defaults. */
+export interface NativeToolFactoryOptions {
+  /** Plugin files, or directories of plugins (searched first), as `--plugin`. */
+  plugins?: string[];
+  /** Also search `<cwd>/.xcsh/tools/` (trusted plugins only) and `~/.xcsh/agent/tools/`. Default `true`. */
+  defaultDirs?: boolean;
+  /** Where plugin code runs: `"process"` (default on Linux) or `"in-process"`. */
+  isolation?: "process" | "in-process";
+  /** Abandon a call, apply or reject after this many milliseconds (default: no limit). */
+  timeoutMs?: number;
+  /** Address-space limit of each plugin process: bytes, or a size such as `"512M"` (default 4G). */
+  memoryLimit?: number | string;
+  /** Paths plugin processes may write under, besides `cwd` and a private temporary directory. */
+  allowWrite?: string[];
+  /** Deny plugin processes TCP connects and listens. Default `false`. */
+  denyNetwork?: boolean;
+}
+
+/** A plugin file that did not load. */
+export interface NativeLoadError {
+  path: string;
+  message: string;
+}
+
+/** The factory xcsh calls with its `pi`; also closes what it loaded. */
+export interface NativeToolFactory {
+  (pi: NativeToolHost): Promise<NativeTool[]>;
+  /** Discard (through each plugin's `reject`, newest first) every native action never resolved, and end the plugin processes. */
+  close(): Promise<void>;
+  /** Files that failed to load in the last invocation; the others still loaded. */
+  readonly loadErrors: NativeLoadError[];
+}
+
+/**
+ * An xcsh `CustomToolFactory` loading native tool plugins:
+ * `export default nativeToolFactory({ plugins: ["./libmy_tool.so"] })`.
+ * Throws a `TypeError` naming the option when an option is invalid, before anything loads.
+ */
+export declare function nativeToolFactory(options?: NativeToolFactoryOptions): NativeToolFactory;
+export default nativeToolFactory;

@@ -1,0 +1,378 @@
+//! The native half of `@xcsh/native-plugins`: a Node-API face on `xcsh-loader`'s `Session`.
+//!
+//! `index.js` is the public surface (`nativeToolFactory`); this crate only exposes what it
+//! needs, as one class, [`NativeSession`]: load a session whose pending actions go to the JS
+//! runtime's store ([`store::RuntimeStore`]), list its tools, call them (with partial
+//! results, cancellation and the session's timeout), settle an action the runtime resolves,
+//! and close. Every rule (discovery, trust, isolation, sandbox, argument validation, reload)
+//! is the loader's; nothing here repeats it.
+//!
+//! What the runtime must be able to count on:
+//! - no panic unwinds into the JS engine: every exported function catches it (napi-rs does
+//!   for `async fn`s; `catch_unwind` for the others), and callbacks into JS never panic;
+//! - nothing here keeps the runtime alive: the thread-safe functions are weak, and only a
+//!   pending promise (a running call) holds the event loop;
+//! - plugin code never runs on the JS thread, so a push can wait for JS without deadlock.
+
+mod store;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use napi::bindgen_prelude::FnArgs;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Error, Result, Status};
+use napi_derive::napi;
+use xcsh_loader::tool::{CallOptions, CancelToken, PacedUpdates};
+use xcsh_loader::{Isolation, Session};
+
+use store::{lock, PushFunction, RuntimeStore};
+
+/// `(call, partialResultJson) => void`: a call's paced partial results.
+type UpdateFunction =
+    ThreadsafeFunction<FnArgs<(u32, String)>, (), FnArgs<(u32, String)>, Status, false, true>;
+
+/// What `index.js` passes after checking the user's options.
+#[napi(object)]
+pub struct SessionOptions {
+    /// The session's working directory (`pi.cwd`).
+    pub cwd: String,
+    /// Plugin files or directories, searched first.
+    pub plugins: Vec<String>,
+    /// Search `<cwd>/.xcsh/tools/` and `~/.xcsh/agent/tools/` too.
+    pub default_dirs: bool,
+    /// `"process"` or `"in-process"`.
+    pub isolation: String,
+    /// The default timeout of calls, applies and rejects, in milliseconds.
+    pub timeout_ms: Option<f64>,
+    /// The address-space limit of each plugin process, as the CLI's `--memory-limit`.
+    pub memory_limit: Option<String>,
+    /// Extra writable paths for plugin processes.
+    pub allow_write: Vec<String>,
+    /// Deny plugin processes TCP.
+    pub deny_network: bool,
+    /// The `xcsh-plugin-host` executable (found by `index.js` beside the addon).
+    pub plugin_host: Option<String>,
+}
+
+/// A tool as `index.js` turns it into an xcsh `CustomTool`.
+#[napi(object)]
+pub struct NativeTool {
+    pub name: String,
+    pub label: String,
+    pub description: String,
+    /// The JSON Schema of its parameters, as JSON.
+    pub parameters_json: String,
+    pub hidden: bool,
+    pub deferrable: bool,
+    /// The plugin file it comes from.
+    pub origin: String,
+}
+
+/// A plugin file that did not load.
+#[napi(object)]
+pub struct NativeLoadError {
+    pub path: String,
+    pub message: String,
+}
+
+/// Parse a size as the CLI's `--memory-limit` does (bytes, or K/M/G/T); throws the CLI's
+/// message when it does not parse.
+#[napi(catch_unwind)]
+pub fn parse_size(text: String) -> Result<f64> {
+    xcsh_loader::sandbox::parse_size(&text)
+        .map(|bytes| bytes as f64)
+        .map_err(Error::from_reason)
+}
+
+/// One loaded session, its calls and the actions it handed to the runtime's store.
+#[napi]
+pub struct NativeSession {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// `None` before `load` and after `close`.
+    session: Mutex<Option<Arc<Session>>>,
+    store: Option<Arc<RuntimeStore>>,
+    updates: Arc<UpdateFunction>,
+    /// Running calls' cancellation, by the number `index.js` gave each.
+    calls: Mutex<HashMap<u32, CancelToken>>,
+    closed: AtomicBool,
+    timeout: Option<Duration>,
+    options: Mutex<Option<SessionOptions>>,
+}
+
+/// The message of a call (or apply, or reject) after `close()`.
+const CLOSED: &str = "the native plugins were closed (close() was called); nothing was run";
+
+#[napi]
+impl NativeSession {
+    /// A session to be loaded by [`NativeSession::load`]. `push` is `None` when the runtime
+    /// has no store (pushes then fail with the contract's message).
+    #[napi(constructor, catch_unwind)]
+    pub fn new(
+        options: SessionOptions,
+        push: Option<PushFunction>,
+        updates: UpdateFunction,
+    ) -> Result<Self> {
+        let timeout = match options.timeout_ms {
+            Some(ms) if !(ms.is_finite() && ms >= 0.0) => {
+                return Err(Error::new(
+                    Status::InvalidArg,
+                    format!("timeoutMs must be a non-negative number of milliseconds, got {ms}"),
+                ))
+            }
+            Some(ms) if ms > 0.0 => Some(Duration::from_secs_f64(ms / 1000.0)),
+            _ => None,
+        };
+        Ok(Self {
+            shared: Arc::new(Shared {
+                session: Mutex::new(None),
+                store: push.map(|push| Arc::new(RuntimeStore::new(push))),
+                updates: Arc::new(updates),
+                calls: Mutex::new(HashMap::new()),
+                closed: AtomicBool::new(false),
+                timeout,
+                options: Mutex::new(Some(options)),
+            }),
+        })
+    }
+
+    /// Discover, check and load the plugins (off the JS thread: process isolation waits for
+    /// each plugin process's handshake).
+    #[napi]
+    pub async fn load(&self) -> Result<()> {
+        let Some(options) = lock(&self.shared.options).take() else {
+            return Err(Error::from_reason("the session was already loaded"));
+        };
+        let builder = builder(options, &self.shared)?;
+        let session = tokio::task::spawn_blocking(move || builder.build())
+            .await
+            .map_err(|error| Error::from_reason(format!("loading the plugins failed: {error}")))?;
+        *lock(&self.shared.session) = Some(Arc::new(session));
+        Ok(())
+    }
+
+    /// The tools of the session, `resolve` excepted (the runtime has its own).
+    #[napi(catch_unwind)]
+    pub fn tools(&self) -> Vec<NativeTool> {
+        let Some(session) = self.session() else {
+            return Vec::new();
+        };
+        session
+            .tools()
+            .into_iter()
+            .filter(|spec| spec.name != xcsh_loader::RESOLVE_TOOL_NAME)
+            .map(|spec| NativeTool {
+                parameters_json: spec.parameters.to_string(),
+                origin: spec.origin.to_string(),
+                name: spec.name,
+                label: spec.label,
+                description: spec.description,
+                hidden: spec.hidden,
+                deferrable: spec.deferrable,
+            })
+            .collect()
+    }
+
+    /// Every plugin file that failed to load, and why.
+    #[napi(catch_unwind)]
+    pub fn load_errors(&self) -> Vec<NativeLoadError> {
+        let Some(session) = self.session() else {
+            return Vec::new();
+        };
+        session
+            .load_errors()
+            .iter()
+            .map(|error| NativeLoadError {
+                path: error.path.display().to_string(),
+                message: error.to_string(),
+            })
+            .collect()
+    }
+
+    /// Call `name` with `arguments_json` (validated against its schema by the session).
+    /// Resolves with the result as JSON, or rejects with the loader's message. `call` is the
+    /// number [`NativeSession::cancel`] and the update function know this call by;
+    /// `wants_updates` paces its partial results to the update function.
+    #[napi]
+    pub async fn call(
+        &self,
+        call: u32,
+        name: String,
+        arguments_json: String,
+        tool_call_id: String,
+        wants_updates: bool,
+    ) -> Result<String> {
+        let session = self.session().ok_or_else(|| Error::from_reason(CLOSED))?;
+        let arguments = serde_json::from_str(&arguments_json).map_err(|error| {
+            Error::from_reason(format!(
+                "the arguments of tool \"{name}\" are not JSON: {error}"
+            ))
+        })?;
+        let cancel = CancelToken::new();
+        lock(&self.shared.calls).insert(call, cancel.clone());
+        let paced = wants_updates.then(|| {
+            let updates = Arc::clone(&self.shared.updates);
+            PacedUpdates::start(move |_, partial| {
+                if let Ok(json) = serde_json::to_string(&partial) {
+                    updates.call((call, json).into(), ThreadsafeFunctionCallMode::NonBlocking);
+                }
+                std::future::ready(())
+            })
+        });
+        let options = CallOptions {
+            cancel,
+            timeout: None,
+            updates: paced.as_ref().map(PacedUpdates::sink),
+            tool_call_id: Some(tool_call_id),
+        };
+        let outcome = session.call_with(&name, arguments, options).await;
+        lock(&self.shared.calls).remove(&call);
+        if let Some(paced) = paced {
+            paced.finish().await;
+        }
+        if outcome.is_error {
+            return Err(Error::from_reason(outcome.text()));
+        }
+        serde_json::to_string(&outcome.result)
+            .map_err(|error| Error::from_reason(format!("cannot encode the result: {error}")))
+    }
+
+    /// Cancel call `call` (its `AbortSignal` fired): the plugin sees `is_cancelled()`, and one
+    /// that does not stop is stopped as a timeout stops it.
+    #[napi(catch_unwind)]
+    pub fn cancel(&self, call: u32) {
+        if let Some(cancel) = lock(&self.shared.calls).get(&call) {
+            cancel.cancel();
+        }
+    }
+
+    /// Run the plugin's `apply` (or `reject`) of action `id`, once. Resolves with the result
+    /// as JSON; a reject that gave none (or no reject at all) resolves `null`. Rejects when
+    /// the action is no longer pending (settled already, or discarded by `close`).
+    #[napi]
+    pub async fn settle(&self, id: u32, apply: bool, reason: String) -> Result<Option<String>> {
+        let action = self
+            .shared
+            .store
+            .as_ref()
+            .and_then(|store| store.take(id))
+            .ok_or_else(|| Error::from_reason("not pending"))?;
+        let result = if apply {
+            bounded(action.apply(reason), self.shared.timeout, "apply")
+                .await?
+                .map(Some)
+        } else {
+            bounded(action.reject(reason), self.shared.timeout, "reject").await?
+        };
+        match result {
+            Ok(Some(result)) => serde_json::to_string(&result)
+                .map(Some)
+                .map_err(|error| Error::from_reason(format!("cannot encode the result: {error}"))),
+            Ok(None) => Ok(None),
+            Err(error) => Err(Error::from_reason(error.message())),
+        }
+    }
+
+    /// Discard every action still pending, newest first, through its `reject` (reason: the
+    /// session ended), then end the plugin processes and wait for them. Calls made after it
+    /// reject; calling it again does nothing.
+    #[napi]
+    pub async fn close(&self) -> Result<()> {
+        if self.shared.closed.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let session = lock(&self.shared.session).take();
+        for cancel in lock(&self.shared.calls).values() {
+            cancel.cancel();
+        }
+        if let Some(store) = &self.shared.store {
+            for action in store.take_all_newest_first() {
+                let reason = xcsh_loader::messages::SESSION_ENDED.to_owned();
+                // A failing reject is the plugin's to report; every other action still gets
+                // its own.
+                let _ = bounded(action.reject(reason), self.shared.timeout, "reject").await;
+            }
+        }
+        let Some(mut session) = session else {
+            return Ok(());
+        };
+        // Calls that were running hold the session until they end (cancelled above).
+        for _ in 0..200 {
+            match Arc::try_unwrap(session) {
+                Ok(owned) => {
+                    owned.shutdown().await;
+                    return Ok(());
+                }
+                Err(shared) => session = shared,
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // Still held after 2 s: dropping it stops its processes without waiting for them.
+        drop(session);
+        Ok(())
+    }
+}
+
+impl NativeSession {
+    fn session(&self) -> Option<Arc<Session>> {
+        if self.shared.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        lock(&self.shared.session).clone()
+    }
+}
+
+/// A session builder for `options`, its pushes going to the runtime's store.
+fn builder(options: SessionOptions, shared: &Shared) -> Result<xcsh_loader::SessionBuilder> {
+    let isolation: Isolation = options
+        .isolation
+        .parse()
+        .map_err(|message: String| Error::new(Status::InvalidArg, message))?;
+    let mut builder = Session::builder(&options.cwd)
+        .default_dirs(options.default_dirs)
+        .isolation(isolation)
+        .deny_network(options.deny_network)
+        .default_timeout(shared.timeout);
+    builder = match &shared.store {
+        Some(store) => builder.pending_actions_to(Arc::clone(store) as _),
+        None => builder.without_store(),
+    };
+    if let Some(limit) = &options.memory_limit {
+        let bytes = xcsh_loader::sandbox::parse_size(limit)
+            .map_err(|message| Error::new(Status::InvalidArg, format!("memoryLimit: {message}")))?;
+        builder = builder.memory_limit(Some(bytes));
+    }
+    for path in &options.allow_write {
+        builder = builder.allow_write(path);
+    }
+    if let Some(host) = &options.plugin_host {
+        builder = builder.plugin_host(host);
+    }
+    for plugin in &options.plugins {
+        builder = builder.plugin(plugin);
+    }
+    Ok(builder)
+}
+
+/// `future` within the session's timeout (an apply or reject that never ends must not hold
+/// the runtime's `resolve` forever).
+async fn bounded<T>(
+    future: impl std::future::Future<Output = T>,
+    timeout: Option<Duration>,
+    what: &str,
+) -> Result<T> {
+    match timeout {
+        None => Ok(future.await),
+        Some(limit) => tokio::time::timeout(limit, future).await.map_err(|_| {
+            Error::from_reason(format!(
+                "{what} timed out after {}s; the pending action was consumed",
+                limit.as_secs_f64()
+            ))
+        }),
+    }
+}
