@@ -206,6 +206,9 @@ class PluginSession {
       },
       push,
       updates,
+      pi.logger
+        ? (level, plugin, line) => logTo(pi.logger, level, `[${path.basename(plugin)}] ${line}`)
+        : null,
     );
   }
 
@@ -287,6 +290,7 @@ class PluginSession {
     const abort = () => this.native.cancel(call);
     const watching = signal && typeof signal.addEventListener === "function";
     if (watching) signal.addEventListener("abort", abort, { once: true });
+    if (signal && signal.aborted) abort();
     try {
       const started = this.native.call(
         call,
@@ -295,7 +299,6 @@ class PluginSession {
         String(toolCallId ?? ""),
         wantsUpdates,
       );
-      if (signal && signal.aborted) abort();
       return JSON.parse(await started);
     } catch (error) {
       throw error instanceof Error ? error : new Error(messageOf(error));

@@ -54,6 +54,7 @@ pub mod load;
 pub mod mcp;
 pub mod messages;
 mod plugin_abi;
+pub mod plugin_log;
 pub mod resolve;
 pub mod session;
 pub mod store;

@@ -32,6 +32,7 @@ pub const PLUGIN_PACKAGES: &[&str] = &[
     "fixture-crash",
     "fixture-reload-v1",
     "fixture-reload-v2",
+    "fixture-journal",
 ];
 
 /// Paths of the built artifacts, by cargo target name (`batch_rename`, `xcsh-plugins`, ...).

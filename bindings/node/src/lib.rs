@@ -34,6 +34,16 @@ use store::{lock, PushFunction, RuntimeStore};
 type UpdateFunction =
     ThreadsafeFunction<FnArgs<(u32, String)>, (), FnArgs<(u32, String)>, Status, false, true>;
 
+/// `(level, pluginFile, line) => void`: what plugins log, and what their processes print.
+type LogFunction = ThreadsafeFunction<
+    FnArgs<(&'static str, String, String)>,
+    (),
+    FnArgs<(&'static str, String, String)>,
+    Status,
+    false,
+    true,
+>;
+
 /// What `index.js` passes after checking the user's options.
 #[napi(object)]
 pub struct SessionOptions {
@@ -98,6 +108,7 @@ struct Shared {
     session: Mutex<Option<Arc<Session>>>,
     store: Option<Arc<RuntimeStore>>,
     updates: Arc<UpdateFunction>,
+    log: Option<Arc<LogFunction>>,
     /// Running calls' cancellation, by the number `index.js` gave each.
     calls: Mutex<HashMap<u32, CancelToken>>,
     closed: AtomicBool,
@@ -117,6 +128,7 @@ impl NativeSession {
         options: SessionOptions,
         push: Option<PushFunction>,
         updates: UpdateFunction,
+        log: Option<LogFunction>,
     ) -> Result<Self> {
         let timeout = match options.timeout_ms {
             Some(ms) if !(ms.is_finite() && ms >= 0.0) => {
@@ -133,6 +145,7 @@ impl NativeSession {
                 session: Mutex::new(None),
                 store: push.map(|push| Arc::new(RuntimeStore::new(push))),
                 updates: Arc::new(updates),
+                log: log.map(Arc::new),
                 calls: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
                 timeout,
@@ -213,8 +226,8 @@ impl NativeSession {
                 "the arguments of tool \"{name}\" are not JSON: {error}"
             ))
         })?;
-        let cancel = CancelToken::new();
-        lock(&self.shared.calls).insert(call, cancel.clone());
+        // `cancel` may have come first (an AbortSignal that fired before this future ran).
+        let cancel = lock(&self.shared.calls).entry(call).or_default().clone();
         let paced = wants_updates.then(|| {
             let updates = Arc::clone(&self.shared.updates);
             PacedUpdates::start(move |_, partial| {
@@ -243,12 +256,11 @@ impl NativeSession {
     }
 
     /// Cancel call `call` (its `AbortSignal` fired): the plugin sees `is_cancelled()`, and one
-    /// that does not stop is stopped as a timeout stops it.
+    /// that does not stop is stopped as a timeout stops it. `index.js` calls it only while
+    /// `call` runs (or is about to), so an entry it makes is always removed by that call.
     #[napi(catch_unwind)]
     pub fn cancel(&self, call: u32) {
-        if let Some(cancel) = lock(&self.shared.calls).get(&call) {
-            cancel.cancel();
-        }
+        lock(&self.shared.calls).entry(call).or_default().cancel();
     }
 
     /// Run the plugin's `apply` (or `reject`) of action `id`, once. Resolves with the result
@@ -349,6 +361,17 @@ fn builder(options: SessionOptions, shared: &Shared) -> Result<xcsh_loader::Sess
     }
     for path in &options.allow_write {
         builder = builder.allow_write(path);
+    }
+    if let Some(log) = &shared.log {
+        let log = Arc::clone(log);
+        builder = builder.plugin_log(Arc::new(move |plugin, level, line| {
+            let arguments = (
+                level.as_str(),
+                plugin.display().to_string(),
+                line.to_owned(),
+            );
+            log.call(arguments.into(), ThreadsafeFunctionCallMode::NonBlocking);
+        }));
     }
     if let Some(host) = &options.plugin_host {
         builder = builder.plugin_host(host);

@@ -31,6 +31,7 @@ use super::protocol::{
 };
 use super::GRACE_PERIOD;
 use crate::load::{LoadError, LoadErrorKind};
+use crate::plugin_log::{PluginLogLevel, PluginLogSink};
 use crate::store::PendingActionSink;
 use crate::sys::sandbox::{Confinement, SandboxPolicy};
 use crate::sys::spawn::{describe_exit, inherit_and_die_with_parent};
@@ -68,6 +69,8 @@ pub(super) struct Launch {
     pub descriptor: Arc<File>,
     pub cwd: PathBuf,
     pub store: Option<Arc<dyn PendingActionSink>>,
+    /// Where its log lines and output go (`None`: `tracing`).
+    pub log: Option<PluginLogSink>,
     /// What the child may do; it confines itself before it loads the library.
     pub sandbox: SandboxPolicy,
     /// The session's private temporary directory, the child's `TMPDIR`.
@@ -219,11 +222,23 @@ impl Connection {
         let shared = Arc::new(Shared::default());
         let mut output = Vec::new();
         if let Some(out) = child.stdout.take() {
-            output.push(tokio::spawn(log_lines(out, name.clone(), None)));
+            output.push(tokio::spawn(log_lines(
+                out,
+                name.clone(),
+                None,
+                launch.log.clone(),
+                launch.path.clone(),
+            )));
         }
         if let Some(err) = child.stderr.take() {
             let out_of_memory = Arc::clone(&shared.out_of_memory);
-            output.push(tokio::spawn(log_lines(err, name, Some(out_of_memory))));
+            output.push(tokio::spawn(log_lines(
+                err,
+                name,
+                Some(out_of_memory),
+                launch.log.clone(),
+                launch.path.clone(),
+            )));
         }
         let (stop, stops) = mpsc::unbounded_channel();
         let (hello_sender, hello) = oneshot::channel();
@@ -233,6 +248,7 @@ impl Connection {
                 connection: weak.clone(),
                 shared: Arc::clone(&shared),
                 store: launch.store.clone(),
+                log: launch.log.clone(),
                 path: launch.path.clone(),
                 stop: stop.clone(),
             };
@@ -397,6 +413,8 @@ async fn log_lines(
     stream: impl AsyncRead + Unpin,
     name: String,
     out_of_memory: Option<Arc<AtomicBool>>,
+    log: Option<PluginLogSink>,
+    path: PathBuf,
 ) {
     let mut lines = BufReader::new(stream).lines();
     while let Ok(Some(line)) = lines.next_line().await {
@@ -405,7 +423,10 @@ async fn log_lines(
                 flag.store(true, Ordering::SeqCst);
             }
         }
-        tracing::warn!(target: "xcsh_plugin", "[{name}] {line}");
+        match &log {
+            Some(log) => log(&path, PluginLogLevel::Warn, &line),
+            None => tracing::warn!(target: "xcsh_plugin", "[{name}] {line}"),
+        }
     }
 }
 

@@ -22,6 +22,7 @@ use crate::load::{CheckedFile, LoadError, LoadErrorKind};
 use crate::messages::{
     plugin_crashed, plugin_disabled, plugin_out_of_memory, PLUGIN_PROCESS_STOPPED,
 };
+use crate::plugin_log::PluginLogSink;
 use crate::store::{BoxFuture, PendingActionSink};
 use crate::sys::sandbox::{Confinement, SandboxPolicy};
 use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec};
@@ -39,6 +40,16 @@ pub(crate) struct Starting {
     answer: std::sync::mpsc::Receiver<Result<(Arc<Connection>, Hello), LoadError>>,
 }
 
+/// What a plugin process reports to its session besides call results: its pushes and its
+/// log lines.
+#[derive(Clone)]
+pub(crate) struct SessionLinks {
+    /// Where its pushes go (`None`: the session has no store).
+    pub store: Option<Arc<dyn PendingActionSink>>,
+    /// Where its log lines and output go (`None`: `tracing`).
+    pub log: Option<PluginLogSink>,
+}
+
 /// Start a child for the checked `descriptor` of `path` on the isolation runtime, without
 /// waiting for it (so a session's children start in parallel).
 pub(crate) fn start(
@@ -46,7 +57,7 @@ pub(crate) fn start(
     file: &CheckedFile,
     descriptor: File,
     cwd: &Path,
-    store: Option<Arc<dyn PendingActionSink>>,
+    session: SessionLinks,
     sandbox: SandboxPolicy,
     temp_dir: Option<PathBuf>,
 ) -> Result<Starting, LoadError> {
@@ -58,7 +69,8 @@ pub(crate) fn start(
         path: path.to_owned(),
         descriptor: Arc::new(descriptor),
         cwd: cwd.to_owned(),
-        store,
+        store: session.store,
+        log: session.log,
         sandbox,
         temp_dir,
     };

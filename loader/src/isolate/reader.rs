@@ -13,16 +13,17 @@ use tokio::sync::{mpsc, oneshot};
 use super::connection::{lock, CallEnd, Connection, Hello, Shared, Stop};
 use super::protocol::{ChildMessage, FrameReader, HostMessage, LogLevel, ReadError};
 use crate::load::LoadErrorKind;
+use crate::plugin_log::{plugin_log, PluginLogLevel, PluginLogSink};
 use crate::store::PendingActionSink;
 
-/// A plugin's log line, as in-process plugins log them.
-pub(super) fn log_line(path: &std::path::Path, level: LogLevel, message: &str) {
-    let plugin = path.display();
-    match level {
-        LogLevel::Debug => tracing::debug!(target: "xcsh_plugin", %plugin, "{message}"),
-        LogLevel::Info => tracing::info!(target: "xcsh_plugin", %plugin, "{message}"),
-        LogLevel::Warn => tracing::warn!(target: "xcsh_plugin", %plugin, "{message}"),
-        LogLevel::Error => tracing::error!(target: "xcsh_plugin", %plugin, "{message}"),
+impl From<LogLevel> for PluginLogLevel {
+    fn from(level: LogLevel) -> Self {
+        match level {
+            LogLevel::Debug => PluginLogLevel::Debug,
+            LogLevel::Info => PluginLogLevel::Info,
+            LogLevel::Warn => PluginLogLevel::Warn,
+            LogLevel::Error => PluginLogLevel::Error,
+        }
     }
 }
 
@@ -35,6 +36,7 @@ pub(super) struct Reader {
     pub(super) shared: Arc<Shared>,
     pub(super) store: Option<Arc<dyn PendingActionSink>>,
     pub(super) path: PathBuf,
+    pub(super) log: Option<PluginLogSink>,
     pub(super) stop: mpsc::UnboundedSender<Stop>,
 }
 
@@ -55,7 +57,7 @@ impl Reader {
             };
             match (message, hello.take()) {
                 (ChildMessage::Log { level, message }, waiting) => {
-                    log_line(&self.path, level, &message);
+                    plugin_log(self.log.as_ref(), &self.path, level.into(), &message);
                     hello = waiting;
                 }
                 (
@@ -147,7 +149,9 @@ impl Reader {
                 };
                 connection.send(HostMessage::PushAnswered { action, refused });
             }
-            ChildMessage::Log { level, message } => log_line(&self.path, level, &message),
+            ChildMessage::Log { level, message } => {
+                plugin_log(self.log.as_ref(), &self.path, level.into(), &message)
+            }
             ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. } => {}
         }
     }

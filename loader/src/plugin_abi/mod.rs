@@ -32,6 +32,11 @@ pub(crate) type PushSink = Arc<dyn Fn(PendingAction) -> Result<(), ToolError> + 
 /// them to the host).
 pub(crate) type LogSink = Arc<dyn Fn(FfiLogLevel, String) + Send + Sync>;
 
+/// The log sink of an in-process plugin whose session has a plugin log of its own.
+pub(crate) fn log_sink_to(sink: crate::plugin_log::PluginLogSink, plugin: PathBuf) -> LogSink {
+    Arc::new(move |level, message| sink(&plugin, level.into(), &message))
+}
+
 /// The push sink of an in-process plugin: the session's store, or its embedder's.
 pub(crate) fn store_sink(store: Option<Arc<dyn PendingActionSink>>) -> Option<PushSink> {
     store.map(|store| Arc::new(move |action| store.push_action(action)) as PushSink)

@@ -13,6 +13,7 @@ use crate::load::discovery::{Candidate, CandidateSource, Discovery};
 use crate::load::safety::FileStamp;
 use crate::load::trust::{TrustStatus, TrustStore};
 use crate::load::{load_checked, CheckedFile, LoadError, LoadErrorKind, PluginLibrary};
+use crate::plugin_log::PluginLogSink;
 use crate::resolve::steering::SteeringMessage;
 use crate::store::{PendingActionSink, PendingActionStore};
 use crate::sys::sandbox::{SandboxPolicy, DEFAULT_MAX_OPEN_FILES, DEFAULT_MEMORY_LIMIT};
@@ -34,6 +35,8 @@ pub struct SessionBuilder {
     with_store: bool,
     /// The embedder's store, when pushes go there instead of to a store of the session's.
     external_sink: Option<Arc<dyn PendingActionSink>>,
+    /// Where plugins' log lines go instead of `tracing`.
+    plugin_log: Option<PluginLogSink>,
     builtins: Vec<Arc<dyn Tool>>,
     default_timeout: Option<Duration>,
     after_check: Option<AfterCheckHook>,
@@ -73,6 +76,7 @@ impl SessionBuilder {
             cwd,
             with_store: true,
             external_sink: None,
+            plugin_log: None,
             builtins: Vec::new(),
             default_timeout: None,
             after_check: None,
@@ -219,6 +223,15 @@ impl SessionBuilder {
         self
     }
 
+    /// Send what plugins log (and, under process isolation, what their processes print, at
+    /// [`PluginLogLevel::Warn`](crate::plugin_log::PluginLogLevel::Warn)) to `sink`, with the
+    /// plugin's file, instead of to `tracing`.
+    #[must_use]
+    pub fn plugin_log(mut self, sink: PluginLogSink) -> Self {
+        self.plugin_log = Some(sink);
+        self
+    }
+
     /// Add a tool compiled into the host. Built-ins are registered before plugins.
     #[must_use]
     pub fn builtin(mut self, tool: Arc<dyn Tool>) -> Self {
@@ -289,6 +302,7 @@ impl SessionBuilder {
             self.after_check.clone(),
             self.inline_calls,
         );
+        loader.plugin_log = self.plugin_log.clone();
         let isolation = self.isolation.effective();
         if isolation != self.isolation {
             tracing::warn!(
@@ -370,7 +384,10 @@ impl SessionBuilder {
             temp_dir,
             require_sandbox: self.require_sandbox,
             cwd: session.cwd.clone(),
-            store: session.sink.clone(),
+            links: crate::isolate::plugin::SessionLinks {
+                store: session.sink.clone(),
+                log: self.plugin_log.clone(),
+            },
         }
     }
 }
@@ -384,6 +401,8 @@ pub(super) struct Loader {
     after_check: Option<AfterCheckHook>,
     /// See [`SessionBuilder::inline_plugin_calls`].
     pub(super) inline_calls: bool,
+    /// See [`SessionBuilder::plugin_log`].
+    pub(super) plugin_log: Option<PluginLogSink>,
 }
 
 impl Loader {
@@ -398,6 +417,7 @@ impl Loader {
             trust: None,
             after_check,
             inline_calls,
+            plugin_log: None,
         }
     }
 

@@ -4,15 +4,13 @@
 //! version it loaded, its tools).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use crate::isolate::plugin::{ChildrenGone, Handshake, IsolatedTool, Starting};
+use crate::isolate::plugin::{ChildrenGone, Handshake, IsolatedTool, SessionLinks, Starting};
 use crate::isolate::Isolation;
 use crate::load::discovery::Candidate;
 use crate::load::open::descriptor_for_child;
 use crate::load::{LoadError, LoadErrorKind};
 use crate::sandbox::Enforcement;
-use crate::store::PendingActionSink;
 use crate::sys::sandbox::SandboxPolicy;
 
 use super::builder::Loader;
@@ -29,8 +27,8 @@ pub(super) struct ProcessSettings {
     /// Refuse a child whose sandbox is not in force instead of warning.
     pub(super) require_sandbox: bool,
     pub(super) cwd: PathBuf,
-    /// Where the session's pushes go.
-    pub(super) store: Option<Arc<dyn PendingActionSink>>,
+    /// Where the session's pushes and plugin log lines go.
+    pub(super) links: SessionLinks,
 }
 
 /// A plugin whose child started and passed the handshake.
@@ -60,7 +58,7 @@ impl ProcessSettings {
             &file,
             descriptor,
             &self.cwd,
-            self.store.clone(),
+            self.links.clone(),
             self.sandbox.clone(),
             self.temp_dir.clone(),
         )

@@ -1,0 +1,320 @@
+// @xcsh/native-plugins on the real built addon and real plugin `.so` files, run as is by
+// `node --test` and by `bun test` (the Rust test `tests/tests/node_binding.rs` runs both).
+//
+// Environment: XCSH_TEST_PLUGIN_DIR (where the fixture plugins are; default the repository's
+// target/debug), XCSH_NATIVE_PLUGINS_ADDON and XCSH_PLUGIN_HOST (default: found by index.js).
+"use strict";
+
+const { test } = typeof Bun !== "undefined" ? require("bun:test") : require("node:test");
+const assert = require("node:assert/strict");
+const fs = require("node:fs");
+const os = require("node:os");
+const path = require("node:path");
+const { spawnSync } = require("node:child_process");
+
+const { nativeToolFactory } = require("..");
+const { PendingActionStore, resolve, runtimeApi, text } = require("../examples/seed-runtime.js");
+
+const PLUGIN_DIR =
+  process.env.XCSH_TEST_PLUGIN_DIR || path.join(__dirname, "..", "..", "..", "target", "debug");
+const plugin = (name) => path.join(PLUGIN_DIR, `lib${name}.so`);
+const STORE_UNAVAILABLE = "Pending action store unavailable for custom tools in this runtime.";
+const SLOW = 60_000;
+
+function scratch() {
+  return fs.mkdtempSync(path.join(os.tmpdir(), "xcsh-node-"));
+}
+
+/// Load `plugins` with a fresh store; returns the tools by name, the store, the factory.
+async function load(plugins, { isolation = "process", store = new PendingActionStore(), cwd = scratch(), logger, ...rest } = {}) {
+  const factory = nativeToolFactory({ plugins, defaultDirs: false, isolation, ...rest });
+  const tools = await factory(runtimeApi(cwd, store, logger));
+  return { factory, store, cwd, tools: Object.fromEntries(tools.map((tool) => [tool.name, tool])), list: tools };
+}
+
+const journal = (cwd) => {
+  const file = path.join(cwd, "journal.txt");
+  return fs.existsSync(file) ? fs.readFileSync(file, "utf8").trim().split("\n") : [];
+};
+
+test("lists the tools of every plugin, with their schemas, and reports a file that fails", { timeout: SLOW }, async () => {
+  const logged = [];
+  const logger = { warn: (message) => logged.push(message) };
+  const bogus = path.join(scratch(), "libnot_a_plugin.so");
+  fs.writeFileSync(bogus, "not an ELF file");
+  const { factory, list, tools } = await load([plugin("batch_rename"), bogus, plugin("fixture_journal")], { logger });
+  try {
+    assert.deepEqual(list.map((tool) => tool.name), ["batch_rename_preview", "journal_preview"]);
+    const rename = tools.batch_rename_preview;
+    assert.equal(rename.label, "Batch Rename Preview");
+    assert.equal(rename.deferrable, true);
+    assert.equal(typeof rename.description, "string");
+    assert.equal(rename.parameters.type, "object");
+    assert.deepEqual(Object.keys(rename.parameters.properties).sort(), ["files", "find", "replace"]);
+    assert.equal(factory.loadErrors.length, 1);
+    assert.equal(factory.loadErrors[0].path, bogus);
+    assert.match(factory.loadErrors[0].message, /libnot_a_plugin\.so/);
+    assert.ok(logged.some((line) => line.includes("libnot_a_plugin.so")), `logged: ${logged}`);
+  } finally {
+    await factory.close();
+  }
+});
+
+for (const isolation of ["process", "in-process"]) {
+  test(`${isolation}: a preview, then apply and discard through the runtime's store and resolve`, { timeout: SLOW }, async () => {
+    const { factory, store, cwd, tools } = await load([plugin("batch_rename")], { isolation });
+    try {
+      for (const name of ["a_draft.txt", "b_draft.txt"]) fs.writeFileSync(path.join(cwd, name), name);
+      const preview = await tools.batch_rename_preview.execute("call-1", {
+        files: ["a_draft.txt", "b_draft.txt"],
+        find: "_draft",
+        replace: "",
+      });
+      assert.match(text(preview), /^Prepared rename plan for 2 files/);
+      assert.equal(store.count, 1, "the push reached the runtime's store before execute settled");
+      assert.equal(store.peek().label, "Batch rename: 2 files");
+      assert.equal(store.peek().sourceToolName, "batch_rename_preview");
+      assert.ok(fs.existsSync(path.join(cwd, "a_draft.txt")), "a preview renames nothing");
+      const applied = await resolve(store, "apply", "looks right");
+      assert.equal(text(applied), "Applied batch rename. Reason: looks right");
+      assert.deepEqual(fs.readdirSync(cwd).sort(), ["a.txt", "b.txt"]);
+
+      await tools.batch_rename_preview.execute("call-2", { files: ["a.txt"], find: "a", replace: "z" });
+      const discarded = await resolve(store, "discard", "not now");
+      assert.equal(text(discarded), "Discarded batch rename. Reason: not now");
+      assert.deepEqual(fs.readdirSync(cwd).sort(), ["a.txt", "b.txt"]);
+      assert.equal(store.count, 0);
+    } finally {
+      await factory.close();
+    }
+  });
+}
+
+test("LIFO across a JS tool's action and native ones; each runs once, in the plugin", { timeout: SLOW }, async () => {
+  const { factory, store, cwd, tools } = await load([plugin("fixture_journal"), plugin("fixture_multi")]);
+  try {
+    const order = [];
+    store.push({ label: "JS: first", sourceToolName: "js_tool", apply: async () => (order.push("js"), { content: [] }) });
+    await tools.journal_preview.execute("c1", { journal: "journal.txt", entry: "second" });
+    const stacked = await tools.stack_preview.execute("c2", { count: 3 });
+    assert.equal(text(stacked), "pushed 3");
+    assert.deepEqual(
+      store.stack.map((action) => action.label),
+      ["JS: first", "Journal: second", "Stack: item 1", "Stack: item 2", "Stack: item 3"],
+      "one call's pushes are in the store, in push order, when execute settles",
+    );
+    assert.deepEqual(store.peek().details, undefined);
+    assert.deepEqual(store.stack[1].details, { entry: "second" });
+    assert.equal(text(await resolve(store, "apply", "r3")), "applied item 3 (r3)");
+    assert.equal(text(await resolve(store, "apply", "r2")), "applied item 2 (r2)");
+    const item1 = store.pop();
+    const journalAction = store.peek();
+    assert.equal(text(await resolve(store, "apply", "ok")), "journaled second");
+    assert.equal(text(await resolve(store, "apply", "js")), "Applied: JS: first.");
+    assert.deepEqual(order, ["js"]);
+    assert.deepEqual(journal(cwd), ["applied second: ok"]);
+
+    // Exactly once: a second apply or reject runs nothing.
+    await assert.rejects(journalAction.apply("again"), /already applied/);
+    await assert.rejects(journalAction.reject("again"), /already applied/);
+    assert.deepEqual(journal(cwd), ["applied second: ok"]);
+    // A native action without a reject of its own resolves `undefined` (the default text stands).
+    assert.equal(await item1.reject("no"), undefined);
+    await assert.rejects(item1.apply("late"), /already discarded/);
+  } finally {
+    await factory.close();
+  }
+});
+
+test("without a store the push fails with the contract's message; a throwing store's message reaches the plugin", { timeout: SLOW }, async () => {
+  for (const isolation of ["process", "in-process"]) {
+    const absent = await load([plugin("fixture_journal")], { isolation, store: null });
+    try {
+      await assert.rejects(
+        absent.tools.journal_preview.execute("c", { journal: "journal.txt", entry: "x" }),
+        (error) => error instanceof Error && error.message === STORE_UNAVAILABLE,
+      );
+    } finally {
+      await absent.factory.close();
+    }
+    assert.deepEqual(journal(absent.cwd), [], "closing ran no callback: nothing was pushed");
+
+    const cwd = scratch();
+    const factory = nativeToolFactory({ plugins: [plugin("fixture_journal")], defaultDirs: false, isolation });
+    let refusals = 0;
+    const pi = {
+      cwd,
+      pushPendingAction() {
+        refusals += 1;
+        throw new Error("Pending action store unavailable for custom tools in this runtime. (xcsh)");
+      },
+    };
+    const [tool] = await factory(pi);
+    try {
+      await assert.rejects(tool.execute("c", { journal: "journal.txt", entry: "x" }), {
+        message: "Pending action store unavailable for custom tools in this runtime. (xcsh)",
+      });
+      assert.equal(refusals, 1);
+    } finally {
+      await factory.close();
+    }
+    assert.deepEqual(journal(cwd), [], "a refused action is dropped: close() did not reject it");
+  }
+});
+
+test("invalid arguments reject naming the field; the plugin does not run", { timeout: SLOW }, async () => {
+  const { factory, store, tools } = await load([plugin("batch_rename")]);
+  try {
+    await assert.rejects(
+      tools.batch_rename_preview.execute("c", { files: "a.txt", find: "a", replace: "b" }),
+      (error) => error instanceof Error && /batch_rename_preview/.test(error.message) && /files/.test(error.message),
+    );
+    await assert.rejects(tools.batch_rename_preview.execute("c", { files: [] }), /find/);
+    assert.equal(store.count, 0);
+  } finally {
+    await factory.close();
+  }
+});
+
+test("a segfaulting plugin rejects with the loader's message; the runtime goes on and the next call works", { timeout: SLOW }, async () => {
+  const { factory, tools } = await load([plugin("fixture_crash")]);
+  try {
+    await assert.rejects(tools.segfault.execute("c", {}), (error) => {
+      assert.ok(error instanceof Error);
+      assert.match(error.message, /libfixture_crash\.so/);
+      assert.match(error.message, /segfault/);
+      assert.match(error.message, /SIGSEGV|signal 11|segmentation/i);
+      return true;
+    });
+    assert.equal(text(await tools.ping.execute("c", {})), "pong");
+  } finally {
+    await factory.close();
+  }
+});
+
+test("an AbortSignal cancels: a cooperative plugin sees is_cancelled, a blocked one is stopped", { timeout: SLOW }, async () => {
+  const { factory, tools } = await load([plugin("fixture_crash")]);
+  try {
+    const polite = new AbortController();
+    setTimeout(() => polite.abort(), 200);
+    await assert.rejects(tools.wait_for_cancel.execute("c", {}, undefined, undefined, polite.signal), /cancelled/);
+
+    const blocked = new AbortController();
+    const started = Date.now();
+    setTimeout(() => blocked.abort(), 200);
+    await assert.rejects(tools.sleep.execute("c", {}, undefined, undefined, blocked.signal), /cancelled/);
+    assert.ok(Date.now() - started < 10_000, "the blocked plugin was stopped");
+    assert.equal(text(await tools.ping.execute("c", {})), "pong");
+
+    const already = new AbortController();
+    already.abort();
+    await assert.rejects(tools.sleep.execute("c", {}, undefined, undefined, already.signal), /cancelled/);
+  } finally {
+    await factory.close();
+  }
+});
+
+test("timeoutMs stops a plugin that blocks, as --timeout does", { timeout: SLOW }, async () => {
+  const { factory, tools } = await load([plugin("fixture_crash")], { timeoutMs: 300 });
+  try {
+    await assert.rejects(tools.sleep.execute("c", {}), /timed out after 0\.3s/);
+    assert.equal(text(await tools.ping.execute("c", {})), "pong");
+  } finally {
+    await factory.close();
+  }
+});
+
+test("onUpdate receives the plugin's partial results, paced", { timeout: SLOW }, async () => {
+  for (const isolation of ["process", "in-process"]) {
+    const { factory, tools } = await load([plugin("fixture_tokio")], { isolation });
+    try {
+      const updates = [];
+      const result = await tools.progress_steps.execute("c", { steps: 3, pause_ms: 150 }, (partial) => updates.push(text(partial)));
+      assert.equal(text(result), "did 3 steps");
+      assert.deepEqual(updates, ["step 1 of 3", "step 2 of 3", "step 3 of 3"]);
+
+      const fast = [];
+      await tools.progress_steps.execute("c", { steps: 50, pause_ms: 0 }, (partial) => fast.push(text(partial)));
+      assert.ok(fast.length >= 1 && fast.length < 50, `paced: ${fast.length} of 50 shown`);
+      assert.equal(fast[0], "step 1 of 50");
+    } finally {
+      await factory.close();
+    }
+  }
+});
+
+test("close() rejects every native action never resolved, newest first, and ends the plugins", { timeout: SLOW }, async () => {
+  const { factory, store, cwd, tools } = await load([plugin("fixture_journal"), plugin("fixture_crash")]);
+  await tools.journal_preview.execute("c", { journal: "journal.txt", entry: "one" });
+  await tools.journal_preview.execute("c", { journal: "journal.txt", entry: "two" });
+  const pid = Number(text(await tools.pid.execute("c", {})));
+  assert.ok(processAlive(pid));
+  await factory.close();
+  assert.deepEqual(journal(cwd), [
+    "rejected two: Session ended before this action was resolved.",
+    "rejected one: Session ended before this action was resolved.",
+  ]);
+  assert.ok(!processAlive(pid), "the plugin process ended");
+  await assert.rejects(tools.ping.execute("c", {}), /closed/);
+  await assert.rejects(store.pop().apply("late"), /closed/);
+  assert.deepEqual(journal(cwd).length, 2, "nothing ran after close");
+  await factory.close();
+});
+
+test("bad options throw a TypeError naming the option, before anything loads", () => {
+  assert.throws(() => nativeToolFactory({ isolation: "thread" }), (error) => error instanceof TypeError && /isolation/.test(error.message) && /in-process/.test(error.message));
+  assert.throws(() => nativeToolFactory({ timeoutMs: -1 }), (error) => error instanceof TypeError && /timeoutMs/.test(error.message));
+  assert.throws(() => nativeToolFactory({ memoryLimit: "lots" }), (error) => error instanceof TypeError && /memoryLimit/.test(error.message) && /512M/.test(error.message));
+  assert.throws(() => nativeToolFactory({ plugin: ["x"] }), (error) => error instanceof TypeError && /unknown option `plugin`/.test(error.message));
+  assert.throws(() => nativeToolFactory({ plugins: "x.so" }), TypeError);
+  assert.doesNotThrow(() => nativeToolFactory({ memoryLimit: "512M", timeoutMs: 1000 }));
+});
+
+test("plugin log lines reach pi.logger", { timeout: SLOW }, async () => {
+  for (const isolation of ["process", "in-process"]) {
+    const lines = [];
+    const logger = { info: (message) => lines.push(message), warn: (message) => lines.push(message) };
+    const { factory, tools } = await load([plugin("fixture_journal")], { isolation, logger });
+    try {
+      await tools.journal_preview.execute("c", { journal: "journal.txt", entry: "logged" });
+      await waitFor(() => lines.some((line) => line.includes("journal preview of logged")));
+      assert.ok(lines.some((line) => line.includes("libfixture_journal.so")), `${lines}`);
+    } finally {
+      await factory.close();
+    }
+  }
+});
+
+test("a runtime that never calls close() still exits, and its plugin processes end with it", { timeout: SLOW }, () => {
+  const script = `
+    const { nativeToolFactory } = require(${JSON.stringify(path.join(__dirname, ".."))});
+    (async () => {
+      const factory = nativeToolFactory({ plugins: [${JSON.stringify(plugin("fixture_crash"))}], defaultDirs: false });
+      const tools = await factory({ cwd: process.cwd(), pushPendingAction() {} });
+      const pid = await tools.find((t) => t.name === "pid").execute("c", {});
+      console.log(pid.content[0].text);
+    })();`;
+  const started = Date.now();
+  const run = spawnSync(process.execPath, ["-e", script], { encoding: "utf8", timeout: 30_000, env: process.env });
+  assert.equal(run.status, 0, run.stderr);
+  assert.ok(Date.now() - started < 20_000, "exited on its own");
+  const pid = Number(run.stdout.trim());
+  assert.ok(pid > 0, run.stdout);
+  const deadline = Date.now() + 5_000;
+  while (processAlive(pid) && Date.now() < deadline) spawnSync("sleep", ["0.05"]);
+  assert.ok(!processAlive(pid), "the plugin process did not outlive the runtime");
+});
+
+function processAlive(pid) {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+    return !/^State:\s+Z/m.test(status);
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(condition, ms = 5_000) {
+  const deadline = Date.now() + ms;
+  while (!condition() && Date.now() < deadline) await new Promise((done) => setTimeout(done, 20));
+}
