@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 pub mod bench;
 pub mod mcp;
+pub mod node;
 #[cfg(unix)]
 pub mod reload;
 
@@ -54,7 +55,7 @@ fn build(release: bool, extra: &[&str]) -> Result<Artifacts, String> {
     command
         .current_dir(workspace_root())
         .args(["build", "--message-format=json-render-diagnostics"])
-        .args(["-p", "xcsh-loader"]);
+        .args(["-p", "xcsh-loader", "-p", "xcsh-native-plugins-node"]);
     for package in PLUGIN_PACKAGES {
         command.args(["-p", package]);
     }
@@ -154,6 +155,14 @@ impl Artifacts {
         match self.by_name.get("xcsh-plugin-host") {
             Some(path) => path.clone(),
             None => panic!("xcsh-plugin-host was not built"),
+        }
+    }
+
+    /// The Node-API addon (`bindings/node`'s cdylib).
+    pub fn node_addon(&self) -> PathBuf {
+        match self.by_name.get("xcsh_native_plugins") {
+            Some(path) => path.clone(),
+            None => panic!("the Node-API addon was not built"),
         }
     }
 

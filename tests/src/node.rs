@@ -1,0 +1,79 @@
+//! Running the Node-API binding's JS side from the Rust tests: find Node, Bun and `tsc`
+//! (installed by `.ci/run` into `target/npm`), and run a command with the environment that
+//! points `@xcsh/native-plugins` at the freshly built addon, plugin host and plugins.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::{artifacts, workspace_root};
+
+/// `bindings/node`.
+pub fn package_dir() -> PathBuf {
+    workspace_root().join("bindings/node")
+}
+
+/// A tool from `target/npm` (where `.ci/run` installs Bun and TypeScript), then `PATH`.
+fn tool(name: &str, env: &str) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(env) {
+        return Some(PathBuf::from(path));
+    }
+    let local = workspace_root()
+        .join("target/npm/node_modules/.bin")
+        .join(name);
+    if local.exists() {
+        return Some(local);
+    }
+    let found = Command::new(name).arg("--version").output().ok()?;
+    found.status.success().then(|| PathBuf::from(name))
+}
+
+/// Node (`$XCSH_NODE`, else `node`).
+pub fn node() -> Option<PathBuf> {
+    tool("node", "XCSH_NODE")
+}
+
+/// Bun (`$XCSH_BUN`, `target/npm`, else `bun`).
+pub fn bun() -> Option<PathBuf> {
+    tool("bun", "XCSH_BUN")
+}
+
+/// The TypeScript compiler (`target/npm`, else `tsc`).
+pub fn tsc() -> Option<PathBuf> {
+    tool("tsc", "XCSH_TSC")
+}
+
+/// What to print when a runtime is missing (CI installs them; a developer may not have).
+pub fn skipped(what: &str) {
+    eprintln!(
+        "skipped: {what} not found; install it with \
+         `npm install --prefix target/npm bun@1.4.5 typescript@5.9.3 @types/node@20` \
+         (as .ci/run does), or set XCSH_BUN / XCSH_TSC"
+    );
+}
+
+/// `program args...` in `dir`, with the addon, plugin host and plugin directory of this build.
+pub fn run(program: &Path, args: &[&str], dir: &Path) -> Output {
+    let built = artifacts();
+    let plugins = built.plugin("fixture-journal");
+    let plugin_dir = plugins.parent().unwrap_or(Path::new("."));
+    Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env("XCSH_NATIVE_PLUGINS_ADDON", built.node_addon())
+        .env("XCSH_PLUGIN_HOST", built.plugin_host())
+        .env("XCSH_TEST_PLUGIN_DIR", plugin_dir)
+        .env("XCSH_EXAMPLE_PLUGIN", built.plugin("batch-rename"))
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {}: {error}", program.display()))
+}
+
+/// Panic with everything the command printed unless it succeeded.
+pub fn assert_success(what: &str, output: &Output) {
+    assert!(
+        output.status.success(),
+        "{what} failed ({})\n--- stdout\n{}\n--- stderr\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
