@@ -261,6 +261,12 @@ test("close() rejects every native action never resolved, newest first, and ends
   await factory.close();
 });
 
+test("import and require give the same factory", async () => {
+  const esm = await import("@xcsh/native-plugins");
+  assert.equal(esm.nativeToolFactory, nativeToolFactory);
+  assert.equal(esm.default, nativeToolFactory);
+});
+
 test("bad options throw a TypeError naming the option, before anything loads", () => {
   assert.throws(() => nativeToolFactory({ isolation: "thread" }), (error) => error instanceof TypeError && /isolation/.test(error.message) && /in-process/.test(error.message));
   assert.throws(() => nativeToolFactory({ timeoutMs: -1 }), (error) => error instanceof TypeError && /timeoutMs/.test(error.message));
