@@ -118,10 +118,10 @@ function checkOptions(options) {
     if (typeof value === "number" && Number.isSafeInteger(value) && value > 0) {
       memoryLimit = String(value);
     } else if (typeof value === "string") {
+      const { native } = addon(); // outside the try: a missing addon is not a bad option
       try {
-        addon().native.parseSize(value);
-      } catch (error) {
-        if (error instanceof TypeError) throw error;
+        native.parseSize(value);
+      } catch {
         throw optionError(
           "memoryLimit",
           "a positive number of bytes or a size such as \"512M\" or \"2G\"",
@@ -148,11 +148,11 @@ function checkOptions(options) {
   };
 }
 
-/// The message of whatever a JS callback threw.
-function messageOf(thrown) {
+/// The message of whatever `who` threw.
+function messageOf(thrown, who) {
   if (thrown instanceof Error && thrown.message) return thrown.message;
   if (typeof thrown === "string" && thrown) return thrown;
-  return `pushPendingAction threw ${String(thrown)}`;
+  return `${who} threw ${String(thrown)}`;
 }
 
 function parseResult(json) {
@@ -189,7 +189,7 @@ class PluginSession {
       try {
         handler(JSON.parse(json));
       } catch (error) {
-        logTo(pi.logger, "warn", `onUpdate threw: ${messageOf(error)}`);
+        logTo(pi.logger, "warn", `onUpdate threw: ${messageOf(error, "onUpdate")}`);
       }
     };
     this.native = new native.NativeSession(
@@ -219,7 +219,7 @@ class PluginSession {
     try {
       this.pi.pushPendingAction(action);
     } catch (thrown) {
-      throw new Error(messageOf(thrown));
+      throw new Error(messageOf(thrown, "pushPendingAction"));
     }
   }
 
@@ -301,7 +301,7 @@ class PluginSession {
       );
       return JSON.parse(await started);
     } catch (error) {
-      throw error instanceof Error ? error : new Error(messageOf(error));
+      throw error instanceof Error ? error : new Error(messageOf(error, `Tool "${name}"`));
     } finally {
       if (watching) signal.removeEventListener("abort", abort);
       if (wantsUpdates) this.updateHandlers.delete(call);

@@ -6,8 +6,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-/// How loud a plugin's log line is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How loud a plugin's log line is (also on the wire between a plugin process and its host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PluginLogLevel {
     /// Detail for debugging.
     Debug,

@@ -25,6 +25,7 @@ use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
+use xcsh_loader::resolve::{settle, ResolveAction};
 use xcsh_loader::tool::{CallOptions, CancelToken, PacedUpdates};
 use xcsh_loader::{Isolation, Session};
 
@@ -274,19 +275,25 @@ impl NativeSession {
             .as_ref()
             .and_then(|store| store.take(id))
             .ok_or_else(|| Error::from_reason("not pending"))?;
-        let result = if apply {
-            bounded(action.apply(reason), self.shared.timeout, "apply")
-                .await?
-                .map(Some)
+        let how = if apply {
+            ResolveAction::Apply
         } else {
-            bounded(action.reject(reason), self.shared.timeout, "reject").await?
+            ResolveAction::Discard
         };
+        let result = settle(
+            action,
+            how,
+            reason,
+            &CancelToken::new(),
+            self.shared.timeout,
+        )
+        .await;
         match result {
             Ok(Some(result)) => serde_json::to_string(&result)
                 .map(Some)
                 .map_err(|error| Error::from_reason(format!("cannot encode the result: {error}"))),
             Ok(None) => Ok(None),
-            Err(error) => Err(Error::from_reason(error.message())),
+            Err(message) => Err(Error::from_reason(message)),
         }
     }
 
@@ -305,9 +312,17 @@ impl NativeSession {
         if let Some(store) = &self.shared.store {
             for action in store.take_all_newest_first() {
                 let reason = xcsh_loader::messages::SESSION_ENDED.to_owned();
+                let cancel = CancelToken::new();
                 // A failing reject is the plugin's to report; every other action still gets
                 // its own.
-                let _ = bounded(action.reject(reason), self.shared.timeout, "reject").await;
+                let _ = settle(
+                    action,
+                    ResolveAction::Discard,
+                    reason,
+                    &cancel,
+                    self.shared.timeout,
+                )
+                .await;
             }
         }
         let Some(mut session) = session else {
@@ -380,22 +395,4 @@ fn builder(options: SessionOptions, shared: &Shared) -> Result<xcsh_loader::Sess
         builder = builder.plugin(plugin);
     }
     Ok(builder)
-}
-
-/// `future` within the session's timeout (an apply or reject that never ends must not hold
-/// the runtime's `resolve` forever).
-async fn bounded<T>(
-    future: impl std::future::Future<Output = T>,
-    timeout: Option<Duration>,
-    what: &str,
-) -> Result<T> {
-    match timeout {
-        None => Ok(future.await),
-        Some(limit) => tokio::time::timeout(limit, future).await.map_err(|_| {
-            Error::from_reason(format!(
-                "{what} timed out after {}s; the pending action was consumed",
-                limit.as_secs_f64()
-            ))
-        }),
-    }
 }

@@ -9,6 +9,7 @@
 //! before the call ends.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use napi::bindgen_prelude::FnArgs;
@@ -33,7 +34,7 @@ pub(crate) struct RuntimeStore {
     push: PushFunction,
     /// By id, in push order (ids only grow).
     actions: Mutex<BTreeMap<u32, PendingAction>>,
-    next: Mutex<u32>,
+    next: AtomicU32,
 }
 
 impl RuntimeStore {
@@ -41,7 +42,7 @@ impl RuntimeStore {
         Self {
             push,
             actions: Mutex::new(BTreeMap::new()),
-            next: Mutex::new(0),
+            next: AtomicU32::new(1),
         }
     }
 
@@ -60,11 +61,7 @@ impl RuntimeStore {
 
 impl PendingActionSink for RuntimeStore {
     fn push_action(&self, action: PendingAction) -> Result<(), PluginError> {
-        let id = {
-            let mut next = lock(&self.next);
-            *next = next.wrapping_add(1);
-            *next
-        };
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
         let arguments = (
             id,
             action.label().to_owned(),

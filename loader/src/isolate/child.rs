@@ -21,14 +21,13 @@ use std::time::Duration;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::AtomicUsize;
 
-use xcsh_plugin_api::ffi::FfiLogLevel;
-
 use super::protocol::{
-    ChildMessage, FrameReader, FrameWriter, HostMessage, LogLevel, Resolution, ToolDefinition,
+    ChildMessage, FrameReader, FrameWriter, HostMessage, Resolution, ToolDefinition,
     PROTOCOL_VERSION,
 };
 use crate::load::open::load_inherited;
-use crate::plugin_abi::{instantiate, LogSink, PluginTool, PushSink};
+use crate::plugin_abi::{instantiate, PluginTool, PushSink};
+use crate::plugin_log::PluginLogSink;
 use crate::store::PendingAction;
 use crate::sys::sandbox::{apply_limits, confine_filesystem, Confinement, SandboxPolicy};
 use crate::sys::spawn::{die_with_parent, parent_is, take_inherited};
@@ -408,15 +407,11 @@ fn load(
         Arc::new(move |action: PendingAction| pushes.push(&outgoing, action)) as PushSink
     });
     let logs = outgoing.clone();
-    let logger: LogSink = Arc::new(move |level, message| {
-        let level = match level {
-            FfiLogLevel::DEBUG => LogLevel::Debug,
-            FfiLogLevel::INFO => LogLevel::Info,
-            FfiLogLevel::WARN => LogLevel::Warn,
-            // Errors, and a level from a newer plugin: logged loudly rather than lost.
-            _ => LogLevel::Error,
-        };
-        logs.send(&ChildMessage::Log { level, message });
+    let logger: PluginLogSink = Arc::new(move |_plugin, level, message| {
+        logs.send(&ChildMessage::Log {
+            level,
+            message: message.to_owned(),
+        });
     });
     let api_version = library.api_version().to_string();
     let tools = instantiate(library, &arguments.path, &arguments.cwd, sink, Some(logger))

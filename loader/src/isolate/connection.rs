@@ -59,6 +59,16 @@ pub(super) fn background() -> Result<&'static tokio::runtime::Runtime, String> {
         .map_err(Clone::clone)
 }
 
+/// What a plugin process reports to its session besides call results: its pushes and its
+/// log lines.
+#[derive(Clone)]
+pub(crate) struct SessionLinks {
+    /// Where its pushes go (`None`: the session has no store).
+    pub store: Option<Arc<dyn PendingActionSink>>,
+    /// Where its log lines and output go (`None`: `tracing`).
+    pub log: Option<PluginLogSink>,
+}
+
 /// What starting a child needs.
 #[derive(Clone)]
 pub(super) struct Launch {
@@ -68,9 +78,7 @@ pub(super) struct Launch {
     /// The checked content: the opened file, or a sealed memfd of the pinned bytes.
     pub descriptor: Arc<File>,
     pub cwd: PathBuf,
-    pub store: Option<Arc<dyn PendingActionSink>>,
-    /// Where its log lines and output go (`None`: `tracing`).
-    pub log: Option<PluginLogSink>,
+    pub links: SessionLinks,
     /// What the child may do; it confines itself before it loads the library.
     pub sandbox: SandboxPolicy,
     /// The session's private temporary directory, the child's `TMPDIR`.
@@ -195,7 +203,7 @@ impl Connection {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        if launch.store.is_some() {
+        if launch.links.store.is_some() {
             command.arg("--store");
         }
         let policy = serde_json::to_string(&launch.sandbox)
@@ -226,7 +234,7 @@ impl Connection {
                 out,
                 name.clone(),
                 None,
-                launch.log.clone(),
+                launch.links.log.clone(),
                 launch.path.clone(),
             )));
         }
@@ -236,7 +244,7 @@ impl Connection {
                 err,
                 name,
                 Some(out_of_memory),
-                launch.log.clone(),
+                launch.links.log.clone(),
                 launch.path.clone(),
             )));
         }
@@ -247,8 +255,7 @@ impl Connection {
                 frames: FrameReader::new(parent_end),
                 connection: weak.clone(),
                 shared: Arc::clone(&shared),
-                store: launch.store.clone(),
-                log: launch.log.clone(),
+                links: launch.links.clone(),
                 path: launch.path.clone(),
                 stop: stop.clone(),
             };

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use xcsh_plugin_api::AgentToolResult;
 
+pub(crate) use super::connection::SessionLinks;
 use super::connection::{background, CallEnd, Connection, Hello, Launch};
 use super::protocol::HostMessage;
 use super::GRACE_PERIOD;
@@ -22,8 +23,7 @@ use crate::load::{CheckedFile, LoadError, LoadErrorKind};
 use crate::messages::{
     plugin_crashed, plugin_disabled, plugin_out_of_memory, PLUGIN_PROCESS_STOPPED,
 };
-use crate::plugin_log::PluginLogSink;
-use crate::store::{BoxFuture, PendingActionSink};
+use crate::store::BoxFuture;
 use crate::sys::sandbox::{Confinement, SandboxPolicy};
 use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec};
 
@@ -38,16 +38,6 @@ pub(crate) struct Starting {
     /// Checked again once the child mapped it (see [`still_as_checked`]).
     file: CheckedFile,
     answer: std::sync::mpsc::Receiver<Result<(Arc<Connection>, Hello), LoadError>>,
-}
-
-/// What a plugin process reports to its session besides call results: its pushes and its
-/// log lines.
-#[derive(Clone)]
-pub(crate) struct SessionLinks {
-    /// Where its pushes go (`None`: the session has no store).
-    pub store: Option<Arc<dyn PendingActionSink>>,
-    /// Where its log lines and output go (`None`: `tracing`).
-    pub log: Option<PluginLogSink>,
 }
 
 /// Start a child for the checked `descriptor` of `path` on the isolation runtime, without
@@ -69,8 +59,7 @@ pub(crate) fn start(
         path: path.to_owned(),
         descriptor: Arc::new(descriptor),
         cwd: cwd.to_owned(),
-        store: session.store,
-        log: session.log,
+        links: session,
         sandbox,
         temp_dir,
     };

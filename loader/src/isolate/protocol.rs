@@ -145,7 +145,10 @@ pub(crate) enum ChildMessage {
     /// A partial result of a running call.
     Update { call: u64, result: AgentToolResult },
     /// A line for the host's log.
-    Log { level: LogLevel, message: String },
+    Log {
+        level: crate::plugin_log::PluginLogLevel,
+        message: String,
+    },
     /// The plugin pushed a pending action; it lives in the child under `action`. Sent before
     /// the `Done` of the call that pushed it; the plugin's push waits for the host's
     /// [`HostMessage::PushAnswered`].
@@ -166,16 +169,6 @@ pub(crate) enum ChildMessage {
         request: u64,
         resolution: Resolution,
     },
-}
-
-/// Severity of a [`ChildMessage::Log`] line.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum LogLevel {
-    Debug,
-    Info,
-    Warn,
-    Error,
 }
 
 /// Reads whole frames from a blocking stream.

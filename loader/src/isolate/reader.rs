@@ -10,22 +10,10 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::connection::{lock, CallEnd, Connection, Hello, Shared, Stop};
-use super::protocol::{ChildMessage, FrameReader, HostMessage, LogLevel, ReadError};
+use super::connection::{lock, CallEnd, Connection, Hello, SessionLinks, Shared, Stop};
+use super::protocol::{ChildMessage, FrameReader, HostMessage, ReadError};
 use crate::load::LoadErrorKind;
-use crate::plugin_log::{plugin_log, PluginLogLevel, PluginLogSink};
-use crate::store::PendingActionSink;
-
-impl From<LogLevel> for PluginLogLevel {
-    fn from(level: LogLevel) -> Self {
-        match level {
-            LogLevel::Debug => PluginLogLevel::Debug,
-            LogLevel::Info => PluginLogLevel::Info,
-            LogLevel::Warn => PluginLogLevel::Warn,
-            LogLevel::Error => PluginLogLevel::Error,
-        }
-    }
-}
+use crate::plugin_log::plugin_log;
 
 /// The reading end of one child's socket, on a thread of its own (blocking reads): routes
 /// results, updates, pushes and log lines until the child closes the socket or sends
@@ -34,9 +22,8 @@ pub(super) struct Reader {
     pub(super) frames: FrameReader<UnixStream>,
     pub(super) connection: Weak<Connection>,
     pub(super) shared: Arc<Shared>,
-    pub(super) store: Option<Arc<dyn PendingActionSink>>,
+    pub(super) links: SessionLinks,
     pub(super) path: PathBuf,
-    pub(super) log: Option<PluginLogSink>,
     pub(super) stop: mpsc::UnboundedSender<Stop>,
 }
 
@@ -57,7 +44,7 @@ impl Reader {
             };
             match (message, hello.take()) {
                 (ChildMessage::Log { level, message }, waiting) => {
-                    plugin_log(self.log.as_ref(), &self.path, level.into(), &message);
+                    plugin_log(self.links.log.as_ref(), &self.path, level, &message);
                     hello = waiting;
                 }
                 (
@@ -133,7 +120,7 @@ impl Reader {
                 let Some(connection) = self.connection.upgrade() else {
                     return;
                 };
-                let refused = match &self.store {
+                let refused = match &self.links.store {
                     Some(store) => store
                         .push_action(super::proxy::proxy_action(
                             Arc::clone(&connection),
@@ -150,7 +137,7 @@ impl Reader {
                 connection.send(HostMessage::PushAnswered { action, refused });
             }
             ChildMessage::Log { level, message } => {
-                plugin_log(self.log.as_ref(), &self.path, level.into(), &message)
+                plugin_log(self.links.log.as_ref(), &self.path, level, &message)
             }
             ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. } => {}
         }

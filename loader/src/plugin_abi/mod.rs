@@ -20,6 +20,7 @@ use xcsh_plugin_api::AgentToolResult;
 
 use crate::load::{LoadError, LoadErrorKind, PluginLibrary};
 use crate::messages::STORE_UNAVAILABLE;
+use crate::plugin_log::{plugin_log, PluginLogSink};
 use crate::store::{BoxFuture, PendingAction, PendingActionSink};
 use crate::tool::{CallContext, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec, UpdateSink};
 
@@ -27,15 +28,6 @@ use crate::tool::{CallContext, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec,
 /// plugin child) a registry that tells the host and waits for its answer. `None` in a runtime
 /// without a store. An `Err` is the message the plugin's push fails with.
 pub(crate) type PushSink = Arc<dyn Fn(PendingAction) -> Result<(), ToolError> + Send + Sync>;
-
-/// Where a plugin's log lines go when not to this process's `tracing` (a plugin child sends
-/// them to the host).
-pub(crate) type LogSink = Arc<dyn Fn(FfiLogLevel, String) + Send + Sync>;
-
-/// The log sink of an in-process plugin whose session has a plugin log of its own.
-pub(crate) fn log_sink_to(sink: crate::plugin_log::PluginLogSink, plugin: PathBuf) -> LogSink {
-    Arc::new(move |level, message| sink(&plugin, level.into(), &message))
-}
 
 /// The push sink of an in-process plugin: the session's store, or its embedder's.
 pub(crate) fn store_sink(store: Option<Arc<dyn PendingActionSink>>) -> Option<PushSink> {
@@ -53,7 +45,9 @@ pub use builtin::{builtin_plugin_tools, BuiltinPluginTool};
 struct HostServices {
     cwd: String,
     sink: Option<PushSink>,
-    logger: Option<LogSink>,
+    /// Where its log lines go (a session's plugin log, or the host in a plugin child);
+    /// `None`: this process's `tracing`.
+    logger: Option<PluginLogSink>,
     plugin: PathBuf,
 }
 
@@ -73,21 +67,7 @@ impl HostApiFfi for HostServices {
     }
 
     fn log(&self, level: FfiLogLevel, message: RString) {
-        if let Some(logger) = &self.logger {
-            logger(level, message.into_string());
-            return;
-        }
-        let plugin = self.plugin.display();
-        match level {
-            FfiLogLevel::DEBUG => tracing::debug!(target: "xcsh_plugin", %plugin, "{message}"),
-            FfiLogLevel::INFO => tracing::info!(target: "xcsh_plugin", %plugin, "{message}"),
-            FfiLogLevel::WARN => tracing::warn!(target: "xcsh_plugin", %plugin, "{message}"),
-            FfiLogLevel::ERROR => tracing::error!(target: "xcsh_plugin", %plugin, "{message}"),
-            // A level from a newer plugin: logged, loudly rather than lost.
-            FfiLogLevel(other) => {
-                tracing::error!(target: "xcsh_plugin", %plugin, level = other, "{message}")
-            }
-        }
+        plugin_log(self.logger.as_ref(), &self.plugin, level.into(), &message);
     }
 }
 
@@ -213,7 +193,7 @@ pub(crate) fn instantiate(
     path: &Path,
     cwd: &Path,
     sink: Option<PushSink>,
-    logger: Option<LogSink>,
+    logger: Option<PluginLogSink>,
 ) -> Result<Vec<PluginTool>, LoadError> {
     let host = HostApiFfi_TO::from_value(
         HostServices {

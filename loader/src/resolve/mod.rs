@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use xcsh_plugin_api::{AgentToolResult, Content};
 
 use crate::messages;
-use crate::store::PendingActionStore;
+use crate::store::{BoxFuture, PendingAction, PendingActionStore};
 use crate::tool::{bounded, Interrupted, ToolOutcome};
 use crate::tool::{CancelToken, ToolHints, ToolOrigin, ToolSpec};
 
@@ -98,12 +98,11 @@ pub(crate) async fn run_resolve(
     };
     let label = action.label().to_owned();
     let details = details(json!(label), json!(action.source_tool_name()));
-    let (apply, reject) = action.into_callbacks();
-    let reason = args.reason.clone();
-    let outcome = match args.action {
-        ResolveAction::Apply => match bounded(apply(reason), cancel, timeout).await {
-            Ok(Ok(result)) => {
-                let text = result.joined_text();
+    let outcome = match settle(action, args.action, args.reason.clone(), cancel, timeout).await {
+        Err(message) => ToolOutcome::error(message),
+        Ok(result) => match args.action {
+            ResolveAction::Apply => {
+                let text = result.map(|r| r.joined_text()).unwrap_or_default();
                 let text = if text.is_empty() {
                     messages::applied(&label)
                 } else {
@@ -111,34 +110,47 @@ pub(crate) async fn run_resolve(
                 };
                 ToolOutcome::success(AgentToolResult::text(text))
             }
-            Ok(Err(error)) => ToolOutcome::error(error.message()),
-            Err(interrupted) => ToolOutcome::error(interrupted_text(interrupted, "apply", &label)),
-        },
-        ResolveAction::Discard => {
-            let replaced = match reject {
-                None => Ok(None),
-                Some(reject) => match bounded(reject(reason), cancel, timeout).await {
-                    Ok(Ok(result)) => Ok(result),
-                    Ok(Err(error)) => Err(error.message().to_owned()),
-                    Err(interrupted) => Err(interrupted_text(interrupted, "reject", &label)),
-                },
-            };
-            match replaced {
-                Ok(Some(result)) => ToolOutcome::success(AgentToolResult {
-                    content: result.content,
-                    details: None,
-                }),
-                Ok(None) => ToolOutcome::success(AgentToolResult {
-                    content: vec![Content::Text {
+            ResolveAction::Discard => ToolOutcome::success(AgentToolResult {
+                content: match result {
+                    Some(result) => result.content,
+                    None => vec![Content::Text {
                         text: messages::discarded(&label, &args.reason),
                     }],
-                    details: None,
-                }),
-                Err(message) => ToolOutcome::error(message),
-            }
-        }
+                },
+                details: None,
+            }),
+        },
     };
     outcome.with_details(details)
+}
+
+/// Run `action`'s `apply` (its result as `Some`) or its `reject` (its result; `None` when it has
+/// none or gave none), bounded by `cancel` and `timeout`. The action is consumed whatever
+/// happens; an error is the message for the model. `resolve` settles its actions with this,
+/// and so does a runtime that keeps its own store (the Node-API binding).
+pub async fn settle(
+    action: PendingAction,
+    how: ResolveAction,
+    reason: String,
+    cancel: &CancelToken,
+    timeout: Option<Duration>,
+) -> Result<Option<AgentToolResult>, String> {
+    if how == ResolveAction::Discard && !action.has_reject() {
+        return Ok(None);
+    }
+    let label = action.label().to_owned();
+    let (callback, future): (&str, BoxFuture<_>) = match how {
+        ResolveAction::Apply => (
+            "apply",
+            Box::pin(async move { action.apply(reason).await.map(Some) }),
+        ),
+        ResolveAction::Discard => ("reject", action.reject(reason)),
+    };
+    match bounded(future, cancel, timeout).await {
+        Ok(Ok(result)) => Ok(result),
+        Ok(Err(error)) => Err(error.message().to_owned()),
+        Err(interrupted) => Err(interrupted_text(interrupted, callback, &label)),
+    }
 }
 
 fn interrupted_text(interrupted: Interrupted, callback: &str, label: &str) -> String {

@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::isolate::Isolation;
 use crate::load::discovery::Candidate;
 use crate::load::LoadError;
-use crate::plugin_abi::{instantiate, log_sink_to, store_sink};
+use crate::plugin_abi::{instantiate, store_sink};
 use crate::resolve::steering::{forced_tool_choice, Provider, SteeringMessage, ToolChoice};
 use crate::resolve::{resolve_spec, run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
 use crate::store::{PendingActionSink, PendingActionStore, PushSubscription};
@@ -145,10 +145,7 @@ impl Session {
                     &candidate.path,
                     &self.cwd,
                     store_sink(self.sink.clone()),
-                    loader
-                        .plugin_log
-                        .clone()
-                        .map(|sink| log_sink_to(sink, candidate.path.clone())),
+                    loader.plugin_log.clone(),
                 )
             });
         match tools {
