@@ -14,6 +14,11 @@ const { performance } = require("node:perf_hooks");
 const release = process.env.XCSH_RELEASE_DIR || path.join(__dirname, "..", "..", "..", "target", "release");
 process.env.XCSH_NATIVE_PLUGINS_ADDON ||= path.join(release, "libxcsh_native_plugins.so");
 const { nativeToolFactory } = require("..");
+const native = (() => {
+  const module = { exports: {} };
+  process.dlopen(module, process.env.XCSH_NATIVE_PLUGINS_ADDON);
+  return module.exports;
+})();
 const sdk = process.env.XCSH_MCP_SDK || path.join(__dirname, "..", "..", "..", "target", "npm", "node_modules", "@modelcontextprotocol", "sdk");
 const { Client } = require(path.join(sdk, "dist", "cjs", "client", "index.js"));
 const { StdioClientTransport } = require(path.join(sdk, "dist", "cjs", "client", "stdio.js"));
@@ -88,6 +93,7 @@ async function memory(isolation) {
   const process_ = await binding("process");
   const inProcess = await binding("in-process");
   const overMcp = await mcp();
+  const floor = await time(() => native.benchFloor());
   const inProcessMemory = await memory("in-process");
   const f = (us) => `${us.toFixed(1)} µs`;
   console.log(`| what (median of ${CALLS} awaited calls of bench_echo, Node ${process.version}) | value |`);
@@ -95,6 +101,7 @@ async function memory(isolation) {
   console.log(`| binding, process isolation | ${f(process_)} |`);
   console.log(`| binding, in-process | ${f(inProcess)} |`);
   console.log(`| MCP stdio (official SDK client → xcsh-plugins mcp) | ${f(overMcp)} |`);
+  console.log(`| floor: an empty napi-rs async call (\`benchFloor\`) | ${f(floor)} |`);
   console.log(`| MCP ÷ binding (process), target ≥ 5 | ${(overMcp / process_).toFixed(1)} |`);
   console.log(`| MCP ÷ binding (in-process), target ≥ 20 | ${(overMcp / inProcess).toFixed(1)} |`);
   console.log(`| RSS added by loading 10 plugins, process isolation (${isolatedMemory.tools} tools, ${isolatedMemory.errors} load errors) | ${isolatedMemory.kib} KiB |`);

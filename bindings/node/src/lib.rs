@@ -98,6 +98,14 @@ pub fn parse_size(text: String) -> Result<f64> {
         .map_err(Error::from_reason)
 }
 
+/// An empty `async` call: what every binding call costs before any work (a promise, napi-rs's
+/// per-promise thread-safe function, a hop to its tokio runtime and back). The benchmark's
+/// floor (`bench/calls.js`); not part of the package's surface.
+#[napi]
+pub async fn bench_floor() -> u32 {
+    0
+}
+
 /// One loaded session, its calls and the actions it handed to the runtime's store.
 #[napi]
 pub struct NativeSession {
