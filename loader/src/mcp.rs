@@ -3,10 +3,16 @@
 //!
 //! `tools/list` gives every non-hidden tool plus `resolve` when it is registered; `tools/call`
 //! runs the tool in the session and maps the outcome to a `CallToolResult`: tool failures are
-//! `isError` results, never protocol errors. While something is pending, each result ends
-//! with the resolve reminder ([`RESOLVE_REMINDER`]) and carries `xcsh/pending` and `xcsh/toolChoice` in
-//! `_meta` (`details` go in `xcsh/details`). A `notifications/cancelled` for a running call
-//! cancels it in the session. One server is one session: one store.
+//! `isError` results; a tool name the server does not list is a protocol error (JSON-RPC
+//! `-32602`, invalid params, as the MCP specification says), whose message names the closest
+//! tools. Every result carries `xcsh/pending` in `_meta` (0 when nothing is pending); while
+//! something is pending, it ends with the resolve reminder ([`RESOLVE_REMINDER`]) and carries
+//! `xcsh/toolChoice` too (`details` go in `xcsh/details`). A `notifications/cancelled` for a
+//! running call cancels it in the session. One server is one session: one store.
+//!
+//! The server declares logging: once the client is initialised, each plugin file that failed
+//! to load is sent to it as a log message (level `error`, naming the file and the cause), and
+//! the plugins that loaded are served. `logging/setLevel` is honoured.
 //!
 //! Plugin files that change while the server runs are reloaded (see [`Session::reload`]):
 //! every [`RELOAD_INTERVAL`], and before each call of a changed plugin's tool. When the tools
@@ -16,7 +22,7 @@
 //! on stdio.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,7 +31,7 @@ use rmcp::model::{
     ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
-use rmcp::service::{Peer, QuitReason, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, QuitReason, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -79,7 +85,7 @@ mod progress {
     }
 }
 
-/// `_meta` key: how many actions are pending after the call.
+/// `_meta` key: how many actions are pending after the call (on every result, 0 included).
 pub const META_PENDING: &str = "xcsh/pending";
 /// `_meta` key: the tool choice that forces `resolve` (Anthropic's shape).
 pub const META_TOOL_CHOICE: &str = "xcsh/toolChoice";
@@ -166,6 +172,8 @@ pub struct McpServer {
     listing: Arc<Mutex<Listing>>,
     /// The generation of the tools the client was last told about.
     announced: Arc<AtomicU64>,
+    /// The least severe log level the client wants (`logging/setLevel`), as [`log_rank`].
+    log_level: Arc<AtomicU8>,
 }
 
 /// The tools a client sees, for one generation of the session's tools.
@@ -203,6 +211,27 @@ impl McpServer {
             announced: Arc::new(AtomicU64::new(listing.generation)),
             session: Arc::new(session),
             listing: Arc::new(Mutex::new(listing)),
+            log_level: Arc::new(AtomicU8::new(0)),
+        }
+    }
+
+    /// Send the client each load error of the session, as an `error` log message.
+    #[allow(deprecated)] // MCP logging: SEP-2577 deprecates it; clients still use it.
+    async fn report_load_errors(&self, peer: &Peer<RoleServer>) {
+        if log_rank(LogLevel::Error) < self.log_level.load(Ordering::Relaxed) {
+            return;
+        }
+        for error in self.session.load_errors() {
+            let data = json!({
+                "message": error.to_string(),
+                "path": error.path().display().to_string(),
+                "cause": error.cause(),
+            });
+            let message = rmcp::model::LoggingMessageNotificationParam::new(LogLevel::Error, data)
+                .with_logger(LOGGER);
+            if let Err(error) = peer.notify_logging_message(message).await {
+                tracing::debug!(%error, "cannot send a log message to the client");
+            }
         }
     }
 
@@ -238,13 +267,21 @@ impl McpServer {
         name: &str,
         arguments: Value,
         context: &RequestContext<RoleServer>,
-    ) -> ToolOutcome {
+    ) -> Result<ToolOutcome, ErrorData> {
         // A tool a reload took away answers like any unknown tool; one it added is callable
         // once the session has it (a call of an unknown name reloads what changed).
         if !self.listing().callable.contains(name) {
             self.reload().await;
-            if !self.listing().callable.contains(name) {
-                return ToolOutcome::error(format!("Tool \"{name}\" not found"));
+            let listing = self.listing();
+            if !listing.callable.contains(name) {
+                let known = listing.tools.iter().map(|tool| tool.name.as_ref());
+                let message = crate::messages::tool_not_found(name, known);
+                let closest: Vec<&str> = crate::messages::closest_names(
+                    name,
+                    listing.tools.iter().map(|tool| tool.name.as_ref()),
+                );
+                let data = json!({"tool": name, "didYouMean": closest});
+                return Err(ErrorData::invalid_params(message, Some(data)));
             }
         }
         let cancel = CancelToken::new();
@@ -276,7 +313,7 @@ impl McpServer {
             // The last update the rate limit held back goes out before the result.
             progress.finish().await;
         }
-        outcome
+        Ok(outcome)
     }
 
     /// The MCP result for an outcome, with the pending-action steering (`_meta` keys above, reminder last).
@@ -292,9 +329,9 @@ impl McpServer {
             .collect();
         let mut meta = Map::new();
         let pending = self.session.store().map_or(0, |store| store.count());
+        meta.insert(META_PENDING.to_owned(), json!(pending));
         if pending > 0 {
             content.push(ContentBlock::text(RESOLVE_REMINDER));
-            meta.insert(META_PENDING.to_owned(), json!(pending));
             let choice = forced_tool_choice(Provider::Anthropic, RESOLVE_TOOL_NAME);
             meta.insert(META_TOOL_CHOICE.to_owned(), choice.json);
         }
@@ -306,9 +343,7 @@ impl McpServer {
         } else {
             CallToolResult::success(content)
         };
-        if !meta.is_empty() {
-            result.meta = Some(MetaObject(meta));
-        }
+        result.meta = Some(MetaObject(meta));
         result
     }
 }
@@ -342,11 +377,13 @@ fn mcp_tool(spec: &ToolSpec) -> Tool {
 }
 
 impl ServerHandler for McpServer {
+    #[allow(deprecated)] // `enable_logging`: see `report_load_errors`.
     fn get_info(&self) -> ServerConfig {
         let config = ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_logging()
                 .build(),
         )
         .with_server_info(Implementation::new(
@@ -379,6 +416,42 @@ impl ServerHandler for McpServer {
         let outcome = self.call(&request.name, arguments, &context).await;
         // A call may have reloaded a plugin whose tools changed.
         self.announce_tool_changes(&context.peer).await;
-        Ok(self.result(outcome).into())
+        Ok(self.result(outcome?).into())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.report_load_errors(&context.peer).await;
+    }
+
+    #[allow(deprecated)] // MCP logging: SEP-2577 deprecates it; clients still use it.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_level
+            .store(log_rank(request.level), Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// The logger name of the server's log messages.
+const LOGGER: &str = "xcsh-plugins";
+
+#[allow(deprecated)] // MCP logging: SEP-2577 deprecates it; clients still use it.
+use rmcp::model::LoggingLevel as LogLevel;
+
+/// A log level's severity, least severe first (the MCP levels are syslog's).
+#[allow(deprecated)]
+fn log_rank(level: LogLevel) -> u8 {
+    match level {
+        LogLevel::Debug => 0,
+        LogLevel::Info => 1,
+        LogLevel::Notice => 2,
+        LogLevel::Warning => 3,
+        LogLevel::Error => 4,
+        LogLevel::Critical => 5,
+        LogLevel::Alert => 6,
+        LogLevel::Emergency => 7,
     }
 }

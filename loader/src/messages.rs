@@ -68,6 +68,47 @@ pub fn incompatible_api_cause(plugin: &str, oldest: &str, host: &str) -> String 
     format!("built against xcsh-plugin-api {plugin}, this host supports {oldest} to {host}")
 }
 
+/// A tool name nobody registered: `Tool "{name}" not found`, followed by the closest known
+/// names when there are any (`; did you mean "my_tool"?`), as clap does for subcommands.
+pub fn tool_not_found<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    let closest = closest_names(name, known);
+    match closest.as_slice() {
+        [] => format!("Tool \"{name}\" not found"),
+        names => format!(
+            "Tool \"{name}\" not found; did you mean {}?",
+            names
+                .iter()
+                .map(|n| format!("\"{n}\""))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ),
+    }
+}
+
+/// The names among `known` that look like `name`, most alike first, at most three: a name
+/// within a few typos (normalised Damerau-Levenshtein similarity of 0.7 or more: `my_tol`,
+/// `batch_rename_preveiw`), one that differs only in case, or one that starts with what was
+/// typed (`batch_rename` for `batch_rename_preview`). Not clap's Jaro measure: tool names
+/// share long suffixes (`_preview`), which Jaro rates as alike.
+pub fn closest_names<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut scored: Vec<(f64, &str)> = known
+        .into_iter()
+        .filter(|candidate| *candidate != name)
+        .filter_map(|candidate| {
+            let score = if candidate.eq_ignore_ascii_case(name) {
+                1.0
+            } else {
+                strsim::normalized_damerau_levenshtein(name, candidate)
+            };
+            let prefix = name.len() >= 3 && candidate.starts_with(name);
+            (score >= 0.7 || prefix).then_some((score, candidate))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(3).map(|(_, n)| n).collect()
+}
+
 /// Appended to a timeout or cancellation of an in-process plugin call whose code did not
 /// return within the grace period: it may still be running on a thread of its own.
 pub const CALL_ABANDONED: &str = "the call was abandoned";
@@ -191,5 +232,28 @@ mod tests {
             "landlock v6, writes confined"
         );
         assert_eq!(sandbox_summary(None), "none (in-process)");
+    }
+
+    #[test]
+    fn an_unknown_tool_gets_the_closest_names() {
+        let known = ["my_tool", "resolve", "ast_edit", "batch_rename_preview"];
+        assert_eq!(
+            tool_not_found("my_tol", known),
+            "Tool \"my_tol\" not found; did you mean \"my_tool\"?"
+        );
+        assert_eq!(
+            tool_not_found("AST_EDIT", known),
+            "Tool \"AST_EDIT\" not found; did you mean \"ast_edit\"?"
+        );
+        assert_eq!(tool_not_found("zzz", known), "Tool \"zzz\" not found");
+        assert_eq!(
+            closest_names("batch_rename", known),
+            ["batch_rename_preview"]
+        );
+        assert_eq!(
+            closest_names("batch_rename_preveiw", known),
+            ["batch_rename_preview"]
+        );
+        assert!(closest_names("batch_rename_preview", ["stack_preview"]).is_empty());
     }
 }

@@ -139,6 +139,13 @@ pub mod __private {
 /// derives `Debug`. Attributes (`#[serde(default)]`, `#[serde(rename_all = "..")]`, further
 /// derives, doc comments that become schema descriptions) work as usual.
 ///
+/// **Structs are strict**: an argument the struct does not declare is refused, not silently
+/// dropped (`#[serde(deny_unknown_fields)]`, and `"additionalProperties": false` in the
+/// schema, so the host refuses it before `execute` runs). A model that misspells an optional
+/// argument learns so instead of getting the default. To accept and ignore unknown arguments,
+/// put `#[allow_unknown_fields]` first on the struct (required with `#[serde(flatten)]`, which
+/// serde cannot combine with `deny_unknown_fields`).
+///
 /// ```
 /// xcsh_plugin_api::tool_params! {
 ///     /// Arguments of the rename tool.
@@ -159,15 +166,40 @@ pub mod __private {
 /// }
 /// let schema = xcsh_plugin_api::schema_of::<Params>();
 /// assert_eq!(schema["required"], serde_json::json!(["files", "case"]));
+/// assert_eq!(schema["additionalProperties"], false);
 /// let params: Params = serde_json::from_str(r#"{"files":["a"],"case":"upper"}"#).unwrap();
 /// assert_eq!((params.files, params.case), (vec!["a".to_owned()], Case::Upper));
+/// // A misspelt `suffix` is an error, not a silent `None`.
+/// let typo = serde_json::from_str::<Params>(r#"{"files":[],"case":"upper","sufix":"x"}"#);
+/// assert!(typo.unwrap_err().to_string().contains("unknown field `sufix`"));
+/// ```
+///
+/// The opt-out:
+///
+/// ```
+/// xcsh_plugin_api::tool_params! {
+///     #[allow_unknown_fields]
+///     pub struct Lenient { pub name: String }
+/// }
+/// let schema = xcsh_plugin_api::schema_of::<Lenient>();
+/// assert!(schema.get("additionalProperties").is_none());
+/// let params: Lenient = serde_json::from_str(r#"{"name":"a","extra":1}"#).unwrap();
+/// assert_eq!(params.name, "a");
 /// ```
 #[macro_export]
 macro_rules! tool_params {
     () => {};
-    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($body:tt)* } $($rest:tt)*) => {
+    (#[allow_unknown_fields] $(#[$meta:meta])* $vis:vis struct $name:ident { $($body:tt)* } $($rest:tt)*) => {
         #[derive(Debug, $crate::Deserialize, $crate::JsonSchema)]
         #[serde(crate = "xcsh_plugin_api::serde")]
+        #[schemars(crate = "xcsh_plugin_api::schemars")]
+        $(#[$meta])*
+        $vis struct $name { $($body)* }
+        $crate::tool_params! { $($rest)* }
+    };
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($body:tt)* } $($rest:tt)*) => {
+        #[derive(Debug, $crate::Deserialize, $crate::JsonSchema)]
+        #[serde(crate = "xcsh_plugin_api::serde", deny_unknown_fields)]
         #[schemars(crate = "xcsh_plugin_api::schemars")]
         $(#[$meta])*
         $vis struct $name { $($body)* }

@@ -303,3 +303,14 @@ pub fn lib_name(stem: &str) -> String {
         std::env::consts::DLL_SUFFIX
     )
 }
+
+/// The `version` of a workspace package, read from its manifest (`plugin-api/Cargo.toml`).
+pub fn package_version(manifest: &str) -> String {
+    let text = std::fs::read_to_string(workspace_root().join(manifest))
+        .unwrap_or_else(|e| panic!("cannot read {manifest}: {e}"));
+    text.lines()
+        .find_map(|line| line.strip_prefix("version = \""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .unwrap_or_else(|| panic!("{manifest} has no version"))
+        .to_owned()
+}

@@ -29,6 +29,17 @@ fn run(args: &[&str], cwd: &Path) -> Output {
     command(args, cwd).output().unwrap()
 }
 
+/// `xcsh-plugins ARGS...` without the session options (for `check`, which takes none of them).
+fn run_bare(args: &[&str], cwd: &Path) -> Output {
+    Command::new(artifacts().cli())
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -159,7 +170,7 @@ fn a_load_failure_exits_one() {
         "{}",
         stderr(&listed)
     );
-    let checked = run(&["check", junk], dir.path());
+    let checked = run_bare(&["check", junk], dir.path());
     assert_eq!(checked.status.code(), Some(1), "{}", stderr(&checked));
 }
 
@@ -168,7 +179,7 @@ fn success_exits_zero() {
     let dir = scratch(&["a1.txt", "a2.txt"]);
     let listed = run(&["list"], dir.path());
     assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
-    let checked = run(
+    let checked = run_bare(
         &["check", plugin("batch-rename").to_str().unwrap()],
         dir.path(),
     );

@@ -104,7 +104,17 @@ fn check_refuses_junk_truncated_and_incompatible_files_with_a_one_line_cause() {
 #[test]
 fn new_scaffolds_a_plugin_that_builds_and_passes_check() {
     let dir = tempfile::tempdir().unwrap();
-    let output = cli(&["new", "hello-tool"], dir.path());
+    // From a copy of the binary in a directory of its own, as `cargo install` puts it: the
+    // scaffold must still build (the API by path, from the sources the binary was built from).
+    let installed = dir.path().join("bin");
+    std::fs::create_dir(&installed).unwrap();
+    let copy = installed.join("xcsh-plugins");
+    std::fs::copy(artifacts().cli(), &copy).unwrap();
+    let output = Command::new(&copy)
+        .args(["new", "hello-tool"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let krate = dir.path().join("hello-tool");
     assert!(krate.join("Cargo.toml").is_file() && krate.join("src/lib.rs").is_file());
@@ -144,7 +154,8 @@ fn new_scaffolds_a_plugin_that_builds_and_passes_check() {
     assert!(manifest.contains(r#"features = ["testing"]"#), "{manifest}");
     assert!(manifest.contains(r#"panic = "unwind""#), "{manifest}");
     let test_stdout = String::from_utf8_lossy(&test.stdout);
-    assert!(test_stdout.contains("5 passed"), "{test_stdout}");
+    // ... and an unknown argument refused (strict `tool_params!`).
+    assert!(test_stdout.contains("6 passed"), "{test_stdout}");
     let lib = target.join("debug").join(format!(
         "{}hello_tool{}",
         std::env::consts::DLL_PREFIX,
@@ -165,6 +176,24 @@ fn new_scaffolds_a_plugin_that_builds_and_passes_check() {
     );
     assert!(call.status.success(), "{}", stderr(&call));
     assert!(String::from_utf8_lossy(&call.stdout).contains("Hello, tests!"));
+    // The issue's row: an extra argument is an error, not silently dropped.
+    let extra = cli(
+        &[
+            "call",
+            "--no-default-dirs",
+            "--plugin",
+            lib.to_str().unwrap(),
+            "hello_tool",
+            r#"{"name":"a","extra":1}"#,
+        ],
+        dir.path(),
+    );
+    assert_eq!(extra.status.code(), Some(1), "{}", stderr(&extra));
+    assert!(
+        stderr(&extra).contains("'extra' was unexpected"),
+        "{}",
+        stderr(&extra)
+    );
 }
 
 #[test]

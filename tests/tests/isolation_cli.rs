@@ -118,7 +118,12 @@ fn list_and_check_show_each_plugins_mode() {
     let ast_edit = tools.iter().find(|t| t["name"] == "ast_edit").unwrap();
     assert_eq!(ast_edit["isolation"], "in-process");
     let library = plugin("fixture-crash");
-    let output = run(dir.path(), &["--json", "check", library.to_str().unwrap()]);
+    // `check` takes the files it checks, not --plugin.
+    let output = Command::new(artifacts().cli())
+        .args(["check", "--json", library.to_str().unwrap()])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["files"][0]["isolation"], "process");
     let output = run(dir.path(), &["--isolation", "sideways", "list"]);

@@ -157,10 +157,8 @@ async fn an_mcp_client_previews_resolves_and_survives_faults() {
         ["Applied batch rename. Reason: looks right"]
     );
     let applied_meta = meta(&applied);
-    assert!(
-        !applied_meta.contains_key("xcsh/pending"),
-        "{applied_meta:?}"
-    );
+    // Present on every result: 0 once nothing is pending.
+    assert_eq!(applied_meta["xcsh/pending"], json!(0), "{applied_meta:?}");
     assert!(
         !applied_meta.contains_key("xcsh/toolChoice"),
         "{applied_meta:?}"
@@ -192,10 +190,27 @@ async fn an_mcp_client_previews_resolves_and_survives_faults() {
         .await;
     assert_eq!(invalid.is_error, Some(true), "{invalid:?}");
 
-    // An unknown tool: an error result too.
-    let unknown = server.call("no_such_tool", json!({})).await;
-    assert_eq!(unknown.is_error, Some(true), "{unknown:?}");
-    assert!(texts(&unknown)[0].contains("not found"), "{unknown:?}");
+    // An unknown tool: a protocol error, invalid params (-32602), naming the closest tools.
+    let unknown = tokio::time::timeout(
+        PATIENCE,
+        server
+            .client
+            .call_tool(CallToolRequestParams::new("batch_rename_preveiw")),
+    )
+    .await
+    .unwrap();
+    let Err(rmcp::ServiceError::McpError(error)) = unknown else {
+        panic!("an unknown tool must be a JSON-RPC error: {unknown:?}");
+    };
+    assert_eq!(error.code.0, -32602, "{error:?}");
+    assert_eq!(
+        error.message,
+        "Tool \"batch_rename_preveiw\" not found; did you mean \"batch_rename_preview\"?"
+    );
+    assert_eq!(
+        error.data,
+        Some(json!({"tool": "batch_rename_preveiw", "didYouMean": ["batch_rename_preview"]}))
+    );
 
     // A tool that panics: an error result, and the server keeps serving.
     let panicked = server.call("panic_execute", json!({})).await;

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use xcsh_integration_tests::{artifacts, workspace_root};
+use xcsh_integration_tests::{artifacts, package_version, workspace_root};
 
 /// The TypeScript original's length (`seed/resolve-tool-runtime.it.md`, from `import type` to
 /// `export default factory;`), in non-blank lines.
@@ -171,5 +171,48 @@ fn the_readme_plugin_and_its_tests_build_pass_and_load() {
     assert!(
         stdout.contains("Applied batch rename. Reason: ok"),
         "{stdout}"
+    );
+}
+
+#[test]
+fn the_readme_names_the_versions_the_crates_have() {
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+    let api = package_version("plugin-api/Cargo.toml");
+    // Every dependency line on the API the README shows asks for this version.
+    let mut seen = 0;
+    for (at, _) in readme.match_indices("xcsh-plugin-api = { version = \"") {
+        let rest = &readme[at + "xcsh-plugin-api = { version = \"".len()..];
+        let version = &rest[..rest.find('"').unwrap()];
+        assert_eq!(version, api, "README asks for xcsh-plugin-api {version}");
+        seen += 1;
+    }
+    assert!(seen >= 1, "no Cargo.toml snippet found");
+    // The changelog's newest entry is this version, and the install notes list it.
+    let changelog = &readme[readme.find("## Changelog (`xcsh-plugin-api`)").unwrap()..];
+    let newest = changelog.lines().find(|l| l.starts_with("- **")).unwrap();
+    assert!(newest.starts_with(&format!("- **{api}**")), "{newest}");
+    let install =
+        &readme[readme.find("## Install").unwrap()..readme.find("## Write a plugin").unwrap()];
+    assert!(install.contains(&format!("and {api}")), "{install}");
+    assert!(
+        install.contains(&format!("version = \"{api}\"")),
+        "{install}"
+    );
+    // The scaffold writes the same requirement with --published.
+    let dir = tempfile::tempdir().unwrap();
+    let output = cli(&["new", "published", "--published"], dir.path());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let manifest = std::fs::read_to_string(dir.path().join("published/Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(&format!("version = \"{api}\"")),
+        "{manifest}"
+    );
+    // The workspace's own requirement on the API is its version.
+    let workspace = std::fs::read_to_string(workspace_root().join("Cargo.toml")).unwrap();
+    assert!(
+        workspace.contains(&format!(
+            "xcsh-plugin-api = {{ path = \"plugin-api\", version = \"{api}\" }}"
+        )),
+        "{workspace}"
     );
 }

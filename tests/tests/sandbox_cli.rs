@@ -79,7 +79,14 @@ fn list_and_check_show_the_sandbox() {
     let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert!(report["plugins"][0]["sandbox"].is_string(), "{report}");
     let fixture = plugin("fixture-crash");
-    let checked = run(dir.path(), &["check", fixture.to_str().unwrap()]);
+    // `check` takes the files it checks and --cwd, not --plugin.
+    let checked = Command::new(artifacts().cli())
+        .args(["check", "--cwd"])
+        .arg(dir.path())
+        .arg(&fixture)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
     assert!(text(&checked).contains(", sandbox: "), "{}", text(&checked));
 }
 

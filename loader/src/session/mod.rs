@@ -337,7 +337,12 @@ impl Session {
         }
         let registered = match self.tool_for_call(name).await {
             Ok(Some(registered)) => registered,
-            Ok(None) => return ToolOutcome::error(format!("Tool \"{name}\" not found")),
+            Ok(None) => {
+                let known = self.tools();
+                let message =
+                    crate::messages::tool_not_found(name, known.iter().map(|t| t.name.as_str()));
+                return ToolOutcome::error(message);
+            }
             Err(message) => return ToolOutcome::error(message),
         };
         if let Err(message) = validate(name, &registered.validator, &arguments) {

@@ -20,11 +20,12 @@ use xcsh_loader::render::sanitize;
 use xcsh_loader::tool::ProgressThrottle;
 use xcsh_loader::{AgentToolResult, CallOptions, Session, UpdateSink, RESOLVE_TOOL_NAME};
 
+use crate::cli::{JsonArg, ReloadArg, SessionArgs};
 use crate::decide::{decide, Decision, DecisionFlags};
 use crate::error::CliError;
 use crate::output::Output;
-use crate::report::{CallPreview, CallReport, LoadWarnings, Outcome};
-use crate::HostOptions;
+use crate::report::{CallPreview, CallReport, LoadWarnings, Outcome, Resolution};
+use crate::session::HostOptions;
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
@@ -39,7 +40,7 @@ pub struct CallArgs {
     /// Discard every pending action the call leaves.
     #[arg(long)]
     discard: bool,
-    /// The reason passed to `resolve`.
+    /// The reason passed to `resolve` (with --apply or --discard).
     #[arg(long, value_name = "TEXT")]
     reason: Option<String>,
     /// Run without a pending-action store (pushes fail).
@@ -48,9 +49,28 @@ pub struct CallArgs {
     /// Abandon the call (and each resolve) after this many seconds.
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
+    #[command(flatten)]
+    pub session: SessionArgs,
+    #[command(flatten)]
+    pub reload: ReloadArg,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 impl CallArgs {
+    /// `--reason` says why the pending actions are applied or discarded, so it needs the
+    /// decision it explains: alone it would silently become the reason of a discard.
+    fn check_decision(&self) -> Result<(), CliError> {
+        if self.reason.is_some() && !self.apply && !self.discard {
+            return Err(CliError::Usage(
+                "--reason needs --apply or --discard: add one to say what happens to the \
+                 pending actions the call leaves (nothing was run)"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
     fn decision_flags(&self) -> DecisionFlags<'_> {
         let decided = if self.apply {
             Some(Decision::Apply)
@@ -95,24 +115,6 @@ fn read_timeout(seconds: Option<f64>) -> Result<Option<Duration>, CliError> {
         ))),
         None => Ok(None),
     }
-}
-
-/// Refuse a tool the session does not have, before anything runs.
-fn ensure_known(session: &Session, tool: &str) -> Result<(), CliError> {
-    if session.tools().iter().any(|spec| spec.name == tool) {
-        return Ok(());
-    }
-    let message = match session.load_errors().len() {
-        0 => format!(
-            "unknown tool \"{tool}\": no loaded tool has that name; \
-             `xcsh-plugins list` shows the tools"
-        ),
-        failed => format!(
-            "unknown tool \"{tool}\": no loaded tool has that name, and {failed} plugin \
-             file(s) failed to load; `xcsh-plugins list` shows the tools and the load errors"
-        ),
-    };
-    Err(CliError::Usage(message))
 }
 
 fn options(timeout: Option<Duration>) -> CallOptions {
@@ -170,13 +172,16 @@ pub async fn run(
     args: CallArgs,
     output: &mut Output,
 ) -> Result<CallReport, CliError> {
+    args.check_decision()?;
     let arguments = read_arguments(&args)?;
     let timeout = read_timeout(args.timeout)?;
     let mut builder = host.session();
     if args.no_store {
         builder = builder.without_store();
     }
-    let session = Arc::new(builder.build());
+    let session = builder.build();
+    host.require_all_loaded(&session)?;
+    let session = Arc::new(session);
     let interrupted = tokio::spawn(close_on_interrupt(Arc::clone(&session)));
     let report = call_and_resolve(&session, args, arguments, timeout, output).await;
     interrupted.abort();
@@ -239,7 +244,7 @@ async fn call_and_resolve(
         .map(ToString::to_string)
         .collect();
     output.step(&LoadWarnings(load_errors.clone()))?;
-    ensure_known(session, &args.tool)?;
+    crate::session::ensure_known(session, &args.tool)?;
     let progress = Progress::default();
     let call_options = CallOptions {
         updates: Some(progress.sink()),
@@ -259,13 +264,18 @@ async fn call_and_resolve(
     while let Some(top) = session.store().and_then(|s| s.peek()) {
         let (decision, reason) = decide(args.decision_flags(), &top.label, output)?;
         let arguments = json!({"action": decision.as_str(), "reason": reason});
-        let resolution = Outcome(
+        let outcome = Outcome(
             session
                 .call_with(RESOLVE_TOOL_NAME, arguments, options(timeout))
                 .await,
         );
-        output.step(&resolution)?;
-        resolutions.push(resolution);
+        output.step(&outcome)?;
+        resolutions.push(Resolution {
+            label: top.label,
+            action: decision.as_str(),
+            reason,
+            outcome,
+        });
     }
     let report = CallReport {
         tool: args.tool,

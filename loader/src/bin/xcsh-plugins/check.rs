@@ -1,23 +1,33 @@
-//! `xcsh-plugins check FILE...`: load each plugin alone and tell its author what is wrong.
+//! `xcsh-plugins check PATH...`: load each plugin alone and tell its author what is wrong.
 //!
 //! Each file gets a fresh session with nothing else loaded, so problems are the file's own:
 //! the ABI and version check, the factory, every tool's name, label, description and
-//! parameter schema. Exit 1 on any problem.
+//! parameter schema. A directory stands for the plugin files in it, as with `--plugin DIR`.
+//! A plugin refused for its `xcsh-plugin-api` version still reports the version it was built
+//! against, and what to rebuild it against. Exit 1 on any problem.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 use xcsh_loader::library::{host_api_version, oldest_supported_api_version};
-use xcsh_loader::{Session, ToolOrigin};
+use xcsh_loader::{LoadError, LoadErrorKind, Session, ToolOrigin};
+use xcsh_plugin_api::ffi::ApiVersion;
 
+use crate::cli::{CwdArg, JsonArg, SandboxArgs};
 use crate::report::{Annotations, CheckReport, CheckedTool, FileCheck};
-use crate::HostOptions;
+use crate::session::HostOptions;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Plugin files to check.
-    #[arg(required = true, value_name = "FILE")]
+    /// Plugin files to check, or directories of plugins (each `lib*.so` in them).
+    #[arg(required = true, value_name = "PATH")]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub cwd: CwdArg,
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 /// Check every file named in `args` (relative paths are relative to the directory the command
@@ -27,8 +37,61 @@ pub fn run(args: CheckArgs, host: &HostOptions) -> CheckReport {
     CheckReport {
         host_api_version: host_api_version(),
         oldest_supported_api_version: oldest_supported_api_version(),
-        files: with_clashes(args.files.iter().map(|f| check_file(f, host)).collect()),
+        files: with_clashes(
+            args.files
+                .iter()
+                .flat_map(|path| check_path(path, host))
+                .collect(),
+        ),
     }
+}
+
+/// Check `path`: a file, or each plugin file of a directory (a directory without any is a
+/// problem of its own).
+fn check_path(path: &Path, host: &HostOptions) -> Vec<FileCheck> {
+    if !path.is_dir() {
+        return vec![check_file(path, host)];
+    }
+    match crate::trust::plugin_files(path) {
+        Ok(files) => files.iter().map(|file| check_file(file, host)).collect(),
+        Err(message) => vec![FileCheck {
+            path: path.display().to_string(),
+            ok: false,
+            api_version: None,
+            capabilities: None,
+            isolation: None,
+            sandbox: None,
+            tools: Vec::new(),
+            problems: vec![format!(
+                "{message} (plugin files are named lib*{})",
+                std::env::consts::DLL_SUFFIX
+            )],
+        }],
+    }
+}
+
+/// What to do about a plugin refused for its version: rebuild it against this host's API
+/// (or, for a newer plugin, use a newer host). `None` for any other load error.
+fn version_hint(error: &LoadError) -> Option<(Option<String>, String)> {
+    let LoadErrorKind::IncompatibleVersion { found, host, .. } = error.kind() else {
+        return None;
+    };
+    // A library without a version marker has a description here, not a version.
+    let read = ApiVersion::parse(found).map(|v| v.to_string());
+    let newer = match (&read, ApiVersion::parse(host)) {
+        (Some(_), Some(host)) => ApiVersion::parse(found).is_some_and(|found| found > host),
+        _ => false,
+    };
+    let instead = if newer {
+        format!(", or load it with a host built with xcsh-plugin-api {found}")
+    } else {
+        String::new()
+    };
+    let hint = format!(
+        "rebuild it against xcsh-plugin-api {host} (in its Cargo.toml: \
+         xcsh-plugin-api = \"{host}\", then `cargo build --release`){instead}"
+    );
+    Some((read, hint))
 }
 
 /// Files checked together are meant to load together: a tool name that two of them define
@@ -79,8 +142,16 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
             .plugins()
             .first()
             .map(|p| xcsh_loader::messages::sandbox_summary(p.sandbox.as_ref()));
-        problems.extend(session.load_errors().iter().map(|e| e.cause()));
         api_version = session.plugins().first().map(|p| p.api_version.to_string());
+        for error in session.load_errors() {
+            match version_hint(error) {
+                Some((read, hint)) => {
+                    api_version = read;
+                    problems.push(format!("{}; {hint}", error.cause()));
+                }
+                None => problems.push(error.cause()),
+            }
+        }
         for spec in session.tools() {
             if !matches!(spec.origin, ToolOrigin::Plugin(_)) {
                 continue;

@@ -1,6 +1,10 @@
 //! `xcsh-plugins demo`: the first thing a newcomer runs. In a scratch directory it previews a
 //! batch rename, applies it through `resolve`, previews a second change and discards it,
 //! printing each step the way an agent runtime would see it.
+//!
+//! The sample plugin is the bundled `libbatch_rename.so` next to this executable (where
+//! `cargo build --workspace` puts it) or given with `--plugin`; an installed copy without it
+//! runs the same plugin compiled in, through the plugin ABI like `ast_edit`, and says so.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -13,25 +17,83 @@ use xcsh_loader::{render_resolve, Provider, RenderStyle, Session, ToolOutcome};
 
 use crate::error::CliError;
 use crate::output::{stdout_color, width};
-use crate::HostOptions;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Keep the scratch directory afterwards (its path is printed).
     #[arg(long)]
     keep: bool,
+    /// The sample plugin's library, or a directory holding it (default: next to this
+    /// executable, else the copy compiled into it).
+    #[arg(long = "plugin", value_name = "PATH")]
+    plugins: Vec<PathBuf>,
+}
+
+/// Where the demo's sample plugin comes from.
+enum SamplePlugin {
+    /// A plugin library, loaded like any other.
+    Library(PathBuf),
+    /// The copy compiled into this binary.
+    CompiledIn,
+}
+
+impl SamplePlugin {
+    /// The library named by `--plugin`, else the bundled one, else the compiled-in copy.
+    fn find(plugins: &[PathBuf]) -> Self {
+        if !plugins.is_empty() {
+            return SamplePlugin::Library(resolve_bundled(plugins));
+        }
+        match bundled_plugin_dir() {
+            Some(dir) => SamplePlugin::Library(resolve_bundled(&[dir])),
+            None => SamplePlugin::CompiledIn,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            SamplePlugin::Library(path) => format!("{} (a plugin library)", path.display()),
+            SamplePlugin::CompiledIn => format!(
+                "compiled into this binary (no {} next to it)",
+                sample_library_name()
+            ),
+        }
+    }
+
+    /// `builder` with the sample plugin's tool.
+    fn add_to(
+        &self,
+        builder: xcsh_loader::SessionBuilder,
+    ) -> Result<xcsh_loader::SessionBuilder, CliError> {
+        match self {
+            SamplePlugin::Library(path) => Ok(builder.plugin(path)),
+            SamplePlugin::CompiledIn => {
+                // The factory `export_plugin!` defines in the sample crate, run through the
+                // plugin ABI without `dlopen`.
+                let tools =
+                    xcsh_loader::builtin_plugin_tools::<batch_rename::__XcshPluginFactory>()
+                        .map_err(|e| {
+                            CliError::Failure(format!("the compiled-in sample plugin failed: {e}"))
+                        })?;
+                Ok(tools.into_iter().fold(builder, |b, tool| b.builtin(tool)))
+            }
+        }
+    }
+}
+
+/// `libbatch_rename.so` (or `.dylib`).
+fn sample_library_name() -> String {
+    format!(
+        "{}batch_rename{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    )
 }
 
 /// The directory holding this executable, where `cargo build` also puts the bundled plugins.
 pub fn bundled_plugin_dir() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?.to_path_buf();
-    let marker = dir.join(format!(
-        "{}batch_rename{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ));
-    marker.is_file().then_some(dir)
+    dir.join(sample_library_name()).is_file().then_some(dir)
 }
 
 struct Scratch {
@@ -162,11 +224,7 @@ impl Demo<'_> {
 }
 
 /// Run the walkthrough, narrating on `out`.
-pub async fn run(
-    host: &HostOptions,
-    args: DemoArgs,
-    out: &mut dyn Write,
-) -> Result<ExitCode, CliError> {
+pub async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let scratch = scratch_dir(args.keep).map_err(CliError::Failure)?;
     let dir = scratch.dir.clone();
     write(&dir, "draft_intro.md", "# Intro\n").map_err(CliError::Failure)?;
@@ -178,32 +236,17 @@ pub async fn run(
     )
     .map_err(CliError::Failure)?;
 
-    let mut host = host.clone();
-    host.cwd = dir.clone();
-    if host.plugins.is_empty() {
-        match bundled_plugin_dir() {
-            Some(bundled) => host.plugins.push(bundled),
-            None => {
-                return Err(CliError::Failure(
-                    "the bundled plugins are not next to this executable; build them with \
-                     `cargo build --release --workspace`, or pass --plugin"
-                        .to_owned(),
-                ))
-            }
-        }
-    }
-    // Only the bundled sample plugin: the fixtures next to it exist for the tests.
-    let session = crate::with_builtins(
-        Session::builder(&dir)
-            .default_dirs(false)
-            .plugin(resolve_bundled(&host.plugins)),
-    )
-    .build();
+    // Only the sample plugin: the fixtures next to it exist for the tests.
+    let sample = SamplePlugin::find(&args.plugins);
+    let session =
+        crate::session::with_builtins(sample.add_to(Session::builder(&dir).default_dirs(false))?)
+            .build();
     writeln!(
         out,
         "xcsh-plugins demo — scratch directory {}",
         dir.display()
     )?;
+    writeln!(out, "sample plugin: {}", sample.describe())?;
     writeln!(out, "files: {}", listing(&dir))?;
     for error in session.load_errors() {
         writeln!(out, "load error: {}", sanitize(&error.to_string()))?;
@@ -306,11 +349,7 @@ pub async fn run(
 
 /// The bundled sample plugin inside the given directories (or the paths as given).
 fn resolve_bundled(plugins: &[PathBuf]) -> PathBuf {
-    let name = format!(
-        "{}batch_rename{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
+    let name = sample_library_name();
     plugins
         .iter()
         .map(|p| if p.is_dir() { p.join(&name) } else { p.clone() })

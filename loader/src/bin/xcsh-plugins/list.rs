@@ -2,15 +2,18 @@
 //! project-local plugins that were not loaded because they are not trusted (or changed since),
 //! each with the command that trusts it.
 
+use crate::error::CliError;
 use crate::report::{ListReport, ListedPlugin, ListedTool, LoadProblem, UntrustedPlugin};
-use crate::HostOptions;
+use crate::session::HostOptions;
 
-/// Load everything the options name and report it.
-pub fn run(host: &HostOptions) -> ListReport {
+/// Load everything the options name and report it (under `--require-all-plugins`, a load
+/// error is the command's error instead).
+pub fn run(host: &HostOptions) -> Result<ListReport, CliError> {
     let session = host.session().build();
+    host.require_all_loaded(&session)?;
     let errors = session.load_errors();
     let plugins = session.plugins();
-    ListReport {
+    Ok(ListReport {
         tools: session
             .tools()
             .iter()
@@ -22,5 +25,5 @@ pub fn run(host: &HostOptions) -> ListReport {
             .iter()
             .filter_map(UntrustedPlugin::from_error)
             .collect(),
-    }
+    })
 }

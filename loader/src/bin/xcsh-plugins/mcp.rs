@@ -2,12 +2,10 @@
 //! [`xcsh_loader::mcp`] (the README's "Use it from an agent (MCP)").
 //!
 //! One [`xcsh_loader::Session`] (one pending-action store) lives as long as the process.
-//! `tools/list` gives every non-hidden tool plus `resolve` when it is registered; `tools/call`
-//! runs the tool in the session and maps the outcome to a `CallToolResult`: tool failures are
-//! `isError` results, never protocol errors. While something is pending, each result ends with
-//! the resolve reminder ([`xcsh_loader::RESOLVE_REMINDER`]) and carries `xcsh/pending` and
-//! `xcsh/toolChoice` in `_meta`. A `notifications/cancelled` for a running call cancels it in
-//! the session.
+//! What the server answers is [`xcsh_loader::mcp`]'s: tools, `resolve`, the `_meta` keys, load
+//! errors sent to the client as log messages. Here: the process around it. Load errors are
+//! also written to stderr; with `--require-all-plugins` any of them ends the command (exit 1)
+//! before the protocol starts.
 //!
 //! Stdout carries JSON-RPC only: logs go to stderr, and on Unix the process's fd 1 is pointed
 //! at stderr once the protocol has its own copy of the original stdout, so a plugin that
@@ -20,7 +18,7 @@ use xcsh_loader::render::sanitize;
 
 use crate::error::CliError;
 use crate::output::QuietOnClose;
-use crate::HostOptions;
+use crate::session::HostOptions;
 
 /// Run the server until the client closes stdin.
 pub fn run(host: &HostOptions) -> Result<ExitCode, CliError> {
@@ -39,6 +37,8 @@ pub fn run(host: &HostOptions) -> Result<ExitCode, CliError> {
 
 async fn serve(host: &HostOptions, output: Output) -> Result<ExitCode, CliError> {
     let session = host.session().build();
+    // Under --require-all-plugins, before the first byte of the protocol.
+    host.require_all_loaded(&session)?;
     let mut stderr = QuietOnClose::new(std::io::stderr());
     for error in session.load_errors() {
         // A log line: a closed stderr must not end the server.

@@ -1,8 +1,9 @@
 //! `xcsh-plugins new NAME`: write a plugin crate that builds and passes `check` as is.
 //!
-//! The crate depends on `xcsh-plugin-api` by path when this binary was built from a checkout
-//! that still has the crate's sources (so the plugin matches the host exactly), and on the
-//! published version otherwise or with `--published`.
+//! The crate depends on `xcsh-plugin-api` by path when its sources are known: `--api-path`, or
+//! the checkout this binary was built from while it still exists (so the plugin matches the
+//! host exactly, also for a copy installed with `cargo install --path loader`). Otherwise, or
+//! with `--published`, it depends on the published version. The command says which it chose.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,9 +20,72 @@ pub struct NewArgs {
     /// Directory to create the crate in (default: `<cwd>/NAME`).
     #[arg(long, value_name = "DIR")]
     path: Option<PathBuf>,
+    /// Depend on the xcsh-plugin-api sources in DIR (its `plugin-api/` directory, or a
+    /// checkout of this repository).
+    #[arg(long, value_name = "DIR", conflicts_with = "published")]
+    api_path: Option<PathBuf>,
     /// Depend on the published xcsh-plugin-api even when its sources are available.
     #[arg(long)]
     published: bool,
+}
+
+/// Where the scaffold's `xcsh-plugin-api` comes from.
+enum ApiSource {
+    /// The sources in this directory.
+    Path { dir: PathBuf, why: &'static str },
+    /// The published crate, this binary's version.
+    Published,
+}
+
+impl ApiSource {
+    /// What the dependency line says after `xcsh-plugin-api = { `.
+    fn dependency(&self) -> String {
+        match self {
+            ApiSource::Path { dir, .. } => format!("path = {:?}", dir.to_string_lossy()),
+            ApiSource::Published => format!("version = \"{}\"", published_requirement()),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            ApiSource::Path { dir, why } => {
+                format!("xcsh-plugin-api from {} ({why})", dir.display())
+            }
+            ApiSource::Published => format!(
+                "xcsh-plugin-api {} from crates.io (no sources known to this binary; \
+                 --api-path DIR uses a checkout instead)",
+                published_requirement()
+            ),
+        }
+    }
+}
+
+/// The version requirement on the published crate: this binary's API or a later compatible
+/// one (cargo's caret requirement). Not just `major.minor`: the scaffold's tests rely on what
+/// this exact version does (strict parameters came in 0.4.1).
+fn published_requirement() -> &'static str {
+    xcsh_plugin_api::API_VERSION
+}
+
+/// The sources `--api-path` names: `DIR` itself or `DIR/plugin-api`, holding the
+/// `xcsh-plugin-api` package.
+fn api_dir_at(dir: &Path, cwd: &Path) -> Result<PathBuf, CliError> {
+    let dir = cwd.join(dir);
+    let candidates = [dir.clone(), dir.join("plugin-api")];
+    let found = candidates.iter().find(|candidate| {
+        std::fs::read_to_string(candidate.join("Cargo.toml"))
+            .is_ok_and(|manifest| manifest.contains("name = \"xcsh-plugin-api\""))
+    });
+    let Some(found) = found else {
+        return Err(CliError::Usage(format!(
+            "--api-path {}: no xcsh-plugin-api sources there (looked for the package in \
+             {0}/Cargo.toml and {0}/plugin-api/Cargo.toml); nothing was written",
+            dir.display()
+        )));
+    };
+    found
+        .canonicalize()
+        .map_err(|e| CliError::Usage(format!("--api-path {}: {e}", found.display())))
 }
 
 /// Where this binary's `xcsh-plugin-api` sources are, if they still exist.
@@ -48,8 +112,10 @@ fn check_name(name: &str) -> Result<(), CliError> {
 }
 
 /// Write the crate, then tell the user what to run next on `out`.
-pub fn run(args: NewArgs, cwd: &Path, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+pub fn run(args: NewArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     check_name(&args.name)?;
+    let cwd = &std::env::current_dir()
+        .map_err(|e| CliError::Failure(format!("cannot read the current directory: {e}")))?;
     let dir = cwd.join(
         args.path
             .clone()
@@ -61,13 +127,23 @@ pub fn run(args: NewArgs, cwd: &Path, out: &mut dyn Write) -> Result<ExitCode, C
             dir.display()
         )));
     }
-    let api_source = match (args.published, local_api_dir()) {
-        (false, Some(local)) => format!("path = {:?}", local.to_string_lossy()),
-        _ => format!("version = \"{}\"", xcsh_plugin_api::API_VERSION),
+    let api_source = match (&args.api_path, args.published, local_api_dir()) {
+        (Some(dir), _, _) => ApiSource::Path {
+            dir: api_dir_at(dir, cwd)?,
+            why: "--api-path",
+        },
+        (None, false, Some(dir)) => ApiSource::Path {
+            dir,
+            why: "the sources this binary was built from",
+        },
+        _ => ApiSource::Published,
     };
     let crate_ident = args.name.replace('-', "_");
     let files = [
-        ("Cargo.toml", cargo_toml(&args.name, &api_source)),
+        (
+            "Cargo.toml",
+            cargo_toml(&args.name, &api_source.dependency()),
+        ),
         ("src/lib.rs", lib_rs(&crate_ident)),
         (".gitignore", "target/\n".to_owned()),
     ];
@@ -91,6 +167,7 @@ pub fn run(args: NewArgs, cwd: &Path, out: &mut dyn Write) -> Result<ExitCode, C
         std::env::consts::DLL_SUFFIX
     );
     writeln!(out, "Created plugin crate {}", dir.display())?;
+    writeln!(out, "  depends on {}", api_source.describe())?;
     writeln!(out, "Next:")?;
     writeln!(
         out,
@@ -100,7 +177,7 @@ pub fn run(args: NewArgs, cwd: &Path, out: &mut dyn Write) -> Result<ExitCode, C
     writeln!(out, "  xcsh-plugins check target/release/{lib}")?;
     writeln!(
         out,
-        "  xcsh-plugins --plugin target/release/{lib} call {crate_ident} '{{\"name\":\"world\"}}'"
+        "  xcsh-plugins call --plugin target/release/{lib} {crate_ident} '{{\"name\":\"world\"}}'"
     )?;
     Ok(ExitCode::SUCCESS)
 }
@@ -289,6 +366,17 @@ mod tests {{
     async fn arguments_are_checked_against_the_schema() {{
         let test = PluginTest::new(tools![Greet]);
         let error = test.call("{ident}", json!({{"nom": "world"}})).await.unwrap_err();
+        assert!(matches!(error, TestError::InvalidArguments(_)), "{{error}}");
+    }}
+
+    #[tokio::test]
+    async fn unknown_arguments_are_refused() {{
+        // `tool_params!` structs are strict: a misspelt or extra argument is an error.
+        let test = PluginTest::new(tools![Greet]);
+        let error = test
+            .call("{ident}", json!({{"name": "world", "extra": 1}}))
+            .await
+            .unwrap_err();
         assert!(matches!(error, TestError::InvalidArguments(_)), "{{error}}");
     }}
 

@@ -115,6 +115,20 @@ impl ListedTool {
     }
 }
 
+/// `describe`: one tool, whole, and the session's load errors (shown as warnings).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DescribeReport {
+    pub tool: ListedTool,
+    pub load_errors: Vec<String>,
+}
+
+impl Report for DescribeReport {
+    fn failed(&self) -> bool {
+        false
+    }
+}
+
 /// One load error: the file, and the cause without the path.
 #[derive(Debug, Serialize)]
 pub struct LoadProblem {
@@ -223,14 +237,27 @@ pub struct CallReport {
     pub outcome: Outcome,
     /// Labels of the pending actions the call left, newest first.
     pub pending: Vec<String>,
-    pub resolutions: Vec<Outcome>,
+    pub resolutions: Vec<Resolution>,
     pub load_errors: Vec<String>,
 }
 
 impl Report for CallReport {
     fn failed(&self) -> bool {
-        self.outcome.0.is_error || self.resolutions.iter().any(|r| r.0.is_error)
+        self.outcome.0.is_error || self.resolutions.iter().any(|r| r.outcome.0.is_error)
     }
+}
+
+/// How one pending action was resolved: the decision, the reason given with it (the text
+/// output shows it through `resolve`'s result), and `resolve`'s outcome.
+#[derive(Debug, Serialize)]
+pub struct Resolution {
+    /// The action's label.
+    pub label: String,
+    /// `apply` or `discard`.
+    pub action: &'static str,
+    pub reason: String,
+    #[serde(flatten)]
+    pub outcome: Outcome,
 }
 
 /// The load problems of a session about to run a call (shown first, as warnings).
@@ -332,7 +359,12 @@ mod tests {
             tool: "t".to_owned(),
             outcome: Outcome(ToolOutcome::success(AgentToolResult::text("done"))),
             pending: vec!["Batch rename: 1 file".to_owned()],
-            resolutions: vec![Outcome(ToolOutcome::error("failed"))],
+            resolutions: vec![Resolution {
+                label: "Batch rename: 1 file".to_owned(),
+                action: "apply",
+                reason: "ok".to_owned(),
+                outcome: Outcome(ToolOutcome::error("failed")),
+            }],
             load_errors: Vec::new(),
         };
         let doc = serde_json::to_value(&report).unwrap_or_default();
@@ -341,6 +373,8 @@ mod tests {
         assert_eq!(doc["result"]["content"][0]["text"], "done");
         assert_eq!(doc["pending"], json!(["Batch rename: 1 file"]));
         assert_eq!(doc["resolutions"][0]["isError"], true);
+        assert_eq!(doc["resolutions"][0]["action"], "apply");
+        assert_eq!(doc["resolutions"][0]["reason"], "ok");
         assert_eq!(doc["loadErrors"], json!([]));
         assert!(report.failed(), "a failed resolution fails the call");
     }

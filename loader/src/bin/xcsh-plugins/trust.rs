@@ -13,6 +13,7 @@ use xcsh_loader::library::CheckedFile;
 use xcsh_loader::trust::TrustStore;
 use xcsh_loader::LoadErrorKind;
 
+use crate::cli::JsonArg;
 use crate::error::CliError;
 use crate::report::{PathProblem, TrustReport, TrustedFile, UntrustReport};
 
@@ -21,6 +22,8 @@ pub struct TrustArgs {
     /// Plugin files, or directories of plugins, to trust as they are now.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 #[derive(Debug, Args)]
@@ -28,6 +31,8 @@ pub struct UntrustArgs {
     /// Plugin files, or directories of plugins, to stop trusting.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 fn open_store() -> Result<TrustStore, CliError> {
@@ -38,7 +43,7 @@ fn open_store() -> Result<TrustStore, CliError> {
 }
 
 /// The plugin files `path` stands for: itself, or the library files in a directory.
-fn plugin_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn plugin_files(path: &Path) -> Result<Vec<PathBuf>, String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
     if !meta.is_dir() {
         return Ok(vec![path.to_owned()]);

@@ -9,9 +9,10 @@ use xcsh_loader::render::sanitize;
 use xcsh_loader::render_resolve;
 
 use super::Streams;
+use crate::params::{is_strict, params_of};
 use crate::report::{
-    CallPreview, CheckReport, FileCheck, ListReport, LoadWarnings, Outcome, TrustReport,
-    UntrustReport,
+    CallPreview, CheckReport, DescribeReport, FileCheck, ListReport, ListedTool, LoadWarnings,
+    Outcome, TrustReport, UntrustReport,
 };
 
 /// A report, or part of one, that has a text form.
@@ -44,15 +45,8 @@ impl Text for ListReport {
             writeln!(to.out, "No tools loaded.")?;
         }
         for tool in &self.tools {
-            writeln!(
-                to.out,
-                "{}  {}{}\n    from {} ({})",
-                sanitize(&tool.name),
-                sanitize(&tool.label),
-                flags(tool.hidden, tool.deferrable),
-                sanitize(&tool.origin),
-                tool.isolation
-            )?;
+            write_heading(tool, to)?;
+            write_params(tool, to)?;
         }
         for plugin in &self.plugins {
             writeln!(
@@ -82,6 +76,71 @@ impl Text for ListReport {
             }
         }
         Ok(())
+    }
+}
+
+/// `name  Label [flags]` and where the tool comes from.
+fn write_heading(tool: &ListedTool, to: &mut Streams<'_>) -> io::Result<()> {
+    writeln!(
+        to.out,
+        "{}  {}{}\n    from {} ({})",
+        sanitize(&tool.name),
+        sanitize(&tool.label),
+        flags(tool.hidden, tool.deferrable),
+        sanitize(&tool.origin),
+        tool.isolation
+    )
+}
+
+/// One line per parameter: `name: type (required) — description`.
+fn write_params(tool: &ListedTool, to: &mut Streams<'_>) -> io::Result<()> {
+    let params = params_of(&tool.parameters);
+    if params.is_empty() {
+        return writeln!(to.out, "    (no parameters)");
+    }
+    let width = params
+        .iter()
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for param in &params {
+        let required = if param.required {
+            "required"
+        } else {
+            "optional"
+        };
+        let description = param
+            .description
+            .as_deref()
+            .map(|d| format!(" — {}", sanitize(d)))
+            .unwrap_or_default();
+        writeln!(
+            to.out,
+            "    {:width$}  {} ({required}){description}",
+            sanitize(&param.name),
+            sanitize(&param.ty),
+        )?;
+    }
+    Ok(())
+}
+
+impl Text for DescribeReport {
+    fn write_text(&self, to: &mut Streams<'_>) -> io::Result<()> {
+        for warning in &self.load_errors {
+            writeln!(to.err, "warning: {}", sanitize(warning))?;
+        }
+        let tool = &self.tool;
+        write_heading(tool, to)?;
+        writeln!(to.out, "\n{}\n", sanitize_block(&tool.description))?;
+        let strict = if is_strict(&tool.parameters) {
+            "unknown arguments are refused"
+        } else {
+            "unknown arguments are ignored"
+        };
+        writeln!(to.out, "Parameters ({strict}):")?;
+        write_params(tool, to)?;
+        let schema = serde_json::to_string_pretty(&tool.parameters).unwrap_or_default();
+        writeln!(to.out, "\nSchema:\n{}", sanitize_block(&schema))
     }
 }
 
@@ -243,7 +302,7 @@ mod tests {
         let (out, err) = text_of(&report);
         assert_eq!(
             out,
-            "echo␛[31m  Echo [deferrable]\n    from builtin (in-process)\n"
+            "echo␛[31m  Echo [deferrable]\n    from builtin (in-process)\n    (no parameters)\n"
         );
         assert!(
             err.starts_with(

@@ -1,0 +1,541 @@
+//! The command line's grammar: each subcommand and the options it takes, as clap types.
+//!
+//! Every option appears under exactly the subcommands it changes, so each `--help` lists only
+//! what matters there, and an option that would change nothing is refused by clap as unknown.
+//! Scripts written for earlier versions put the session options before the subcommand
+//! (`xcsh-plugins --plugin lib.so call ...`): that form still parses (hidden from the top-level
+//! help), and [`Cli::into_command`] moves those options onto the subcommand, with the same
+//! usage error (exit 2) when the subcommand does not take one.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::call::CallArgs;
+use crate::check::CheckArgs;
+use crate::demo::DemoArgs;
+use crate::describe::DescribeArgs;
+use crate::error::CliError;
+use crate::new::NewArgs;
+use crate::trust::{TrustArgs, UntrustArgs};
+
+/// Load, inspect and run xcsh native tool plugins.
+#[derive(Debug, Parser)]
+#[command(
+    name = "xcsh-plugins",
+    about,
+    after_help = "Options go after the command: `xcsh-plugins <COMMAND> --help` lists each one's."
+)]
+pub struct Cli {
+    /// Session options given before the subcommand (the earlier form; hidden from `--help`).
+    #[command(flatten)]
+    early: EarlyOptions,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load everything and print each tool with its parameters, and each load error (exit 1
+    /// on any load error).
+    List(ListArgs),
+    /// Print one tool's description and its full parameter schema.
+    Describe(DescribeArgs),
+    /// Run one tool in a fresh session, then resolve what it left pending.
+    Call(CallArgs),
+    /// Serve the loaded tools over MCP on stdio (one session per process).
+    Mcp(McpArgs),
+    /// Load each plugin alone and validate it (ABI, tools, schemas); exit 1 on any problem.
+    Check(CheckArgs),
+    /// Scaffold a plugin crate that builds and loads as is.
+    New(NewArgs),
+    /// Walk through preview, resolve and rendering on the bundled plugins in a scratch directory.
+    Demo(DemoArgs),
+    /// Let project-local plugins (a project's .xcsh/tools/) load: record each file's path and SHA-256.
+    Trust(TrustArgs),
+    /// Remove trust entries (files, or every entry under a directory).
+    Untrust(UntrustArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on stdout: `xcsh-plugins man > xcsh-plugins.1`.
+    Man,
+}
+
+/// Which plugins a session loads.
+#[derive(Debug, Default, Clone, Args)]
+pub struct PluginArgs {
+    /// A plugin file, or a directory of plugins (repeatable; searched first).
+    #[arg(long = "plugin", value_name = "PATH")]
+    pub plugins: Vec<PathBuf>,
+    /// Do not search the project's .xcsh/tools/ (under --cwd) nor ~/.xcsh/agent/tools/.
+    #[arg(long)]
+    pub no_default_dirs: bool,
+    /// Make any load error fatal: report them all and exit 1 before anything runs or is
+    /// served (by default the plugins that loaded are used and the errors are reported).
+    #[arg(long)]
+    pub require_all_plugins: bool,
+}
+
+/// The session's working directory.
+#[derive(Debug, Default, Clone, Args)]
+pub struct CwdArg {
+    /// The session's working directory; relative paths in tool arguments resolve against it.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+/// Where plugin code runs and what its processes may do.
+#[derive(Debug, Default, Clone, Args)]
+pub struct SandboxArgs {
+    /// Where plugin code runs: `process` (each plugin library in a child process of its own;
+    /// the default on Linux) or `in-process` (inside this process; the only mode elsewhere).
+    #[arg(long, value_name = "MODE")]
+    pub isolation: Option<xcsh_loader::Isolation>,
+    /// Let plugin processes write under PATH too (repeatable); by default they may write only
+    /// under --cwd and a private temporary directory.
+    #[arg(long = "allow-write", value_name = "PATH")]
+    pub allow_write: Vec<PathBuf>,
+    /// Refuse to load plugins that cannot be sandboxed (no Landlock, or --isolation in-process)
+    /// instead of warning.
+    #[arg(long)]
+    pub require_sandbox: bool,
+    /// The address-space limit of each plugin process: bytes, or with K, M, G (default 4G).
+    #[arg(long, value_name = "SIZE", value_parser = xcsh_loader::sandbox::parse_size)]
+    pub memory_limit: Option<u64>,
+    /// Deny plugin processes TCP connects and listens (Landlock ABI 4, Linux 6.7 and later).
+    #[arg(long)]
+    pub deny_network: bool,
+}
+
+/// Whether changed plugin files are reloaded while the session runs.
+#[derive(Debug, Default, Clone, Args)]
+pub struct ReloadArg {
+    /// Keep running the plugin content checked at start, even when a plugin file changes (by
+    /// default, under process isolation, a changed plugin is checked again and reloaded).
+    #[arg(long)]
+    pub no_reload: bool,
+}
+
+/// `--json`, for the commands whose result is a report.
+#[derive(Debug, Default, Clone, Args)]
+pub struct JsonArg {
+    /// Machine-readable output: one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Everything that shapes a session: which plugins, where it runs, the sandbox.
+#[derive(Debug, Default, Clone, Args)]
+pub struct SessionArgs {
+    #[command(flatten)]
+    pub plugins: PluginArgs,
+    #[command(flatten)]
+    pub cwd: CwdArg,
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+}
+
+/// `list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+/// `mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+    #[command(flatten)]
+    pub reload: ReloadArg,
+}
+
+/// `completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// The options of the earlier form, given before the subcommand.
+#[derive(Debug, Default, Args)]
+struct EarlyOptions {
+    #[command(flatten)]
+    session: SessionArgs,
+    #[command(flatten)]
+    reload: ReloadArg,
+    #[command(flatten)]
+    output: JsonArg,
+}
+
+/// Where a subcommand keeps each group of options (`None`: it does not take them).
+#[derive(Default)]
+struct Slots<'a> {
+    plugins: Option<&'a mut PluginArgs>,
+    cwd: Option<&'a mut CwdArg>,
+    sandbox: Option<&'a mut SandboxArgs>,
+    reload: Option<&'a mut ReloadArg>,
+    output: Option<&'a mut JsonArg>,
+}
+
+impl Command {
+    /// This subcommand's name, as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::List(_) => "list",
+            Command::Describe(_) => "describe",
+            Command::Call(_) => "call",
+            Command::Mcp(_) => "mcp",
+            Command::Check(_) => "check",
+            Command::New(_) => "new",
+            Command::Demo(_) => "demo",
+            Command::Trust(_) => "trust",
+            Command::Untrust(_) => "untrust",
+            Command::Completions(_) => "completions",
+            Command::Man => "man",
+        }
+    }
+
+    fn slots(&mut self) -> Slots<'_> {
+        match self {
+            Command::List(args) => Slots {
+                plugins: Some(&mut args.session.plugins),
+                cwd: Some(&mut args.session.cwd),
+                sandbox: Some(&mut args.session.sandbox),
+                output: Some(&mut args.output),
+                ..Slots::default()
+            },
+            Command::Describe(args) => Slots {
+                plugins: Some(&mut args.session.plugins),
+                cwd: Some(&mut args.session.cwd),
+                sandbox: Some(&mut args.session.sandbox),
+                output: Some(&mut args.output),
+                ..Slots::default()
+            },
+            Command::Call(args) => Slots {
+                plugins: Some(&mut args.session.plugins),
+                cwd: Some(&mut args.session.cwd),
+                sandbox: Some(&mut args.session.sandbox),
+                reload: Some(&mut args.reload),
+                output: Some(&mut args.output),
+            },
+            Command::Mcp(args) => Slots {
+                plugins: Some(&mut args.session.plugins),
+                cwd: Some(&mut args.session.cwd),
+                sandbox: Some(&mut args.session.sandbox),
+                reload: Some(&mut args.reload),
+                ..Slots::default()
+            },
+            Command::Check(args) => Slots {
+                cwd: Some(&mut args.cwd),
+                sandbox: Some(&mut args.sandbox),
+                output: Some(&mut args.output),
+                ..Slots::default()
+            },
+            Command::Trust(args) => Slots {
+                output: Some(&mut args.output),
+                ..Slots::default()
+            },
+            Command::Untrust(args) => Slots {
+                output: Some(&mut args.output),
+                ..Slots::default()
+            },
+            Command::New(_) | Command::Demo(_) | Command::Completions(_) | Command::Man => {
+                Slots::default()
+            }
+        }
+    }
+}
+
+impl Cli {
+    /// The subcommand, with the options given before it moved onto it; an option it does not
+    /// take is a usage error naming the option and the subcommand.
+    pub fn into_command(self) -> Result<Command, CliError> {
+        let Cli { early, mut command } = self;
+        let name = command.name();
+        let slots = command.slots();
+        let mut unused: Vec<&'static str> = Vec::new();
+        let SessionArgs {
+            plugins,
+            cwd,
+            sandbox,
+        } = early.session;
+        merge(plugins, slots.plugins, &mut unused, |from, into| {
+            into.plugins.splice(0..0, from.plugins);
+            into.no_default_dirs |= from.no_default_dirs;
+            into.require_all_plugins |= from.require_all_plugins;
+        });
+        merge(cwd, slots.cwd, &mut unused, |from, into| {
+            into.cwd = into.cwd.take().or(from.cwd);
+        });
+        merge(sandbox, slots.sandbox, &mut unused, |from, into| {
+            into.isolation = into.isolation.or(from.isolation);
+            into.allow_write.splice(0..0, from.allow_write);
+            into.require_sandbox |= from.require_sandbox;
+            into.memory_limit = into.memory_limit.or(from.memory_limit);
+            into.deny_network |= from.deny_network;
+        });
+        merge(early.reload, slots.reload, &mut unused, |from, into| {
+            into.no_reload |= from.no_reload;
+        });
+        merge(early.output, slots.output, &mut unused, |from, into| {
+            into.json |= from.json;
+        });
+        match unused.as_slice() {
+            [] => Ok(command),
+            options => Err(CliError::Usage(format!(
+                "{} changes nothing for `xcsh-plugins {name}`: remove it (`xcsh-plugins {name} \
+                 --help` lists the options it takes)",
+                options.join(", ")
+            ))),
+        }
+    }
+}
+
+/// A group of options that can say which of its flags were given.
+trait Given {
+    fn given(&self) -> Vec<&'static str>;
+}
+
+fn set(flags: &[(bool, &'static str)]) -> Vec<&'static str> {
+    flags
+        .iter()
+        .filter_map(|(given, name)| given.then_some(*name))
+        .collect()
+}
+
+impl Given for PluginArgs {
+    fn given(&self) -> Vec<&'static str> {
+        set(&[
+            (!self.plugins.is_empty(), "--plugin"),
+            (self.no_default_dirs, "--no-default-dirs"),
+            (self.require_all_plugins, "--require-all-plugins"),
+        ])
+    }
+}
+
+impl Given for CwdArg {
+    fn given(&self) -> Vec<&'static str> {
+        set(&[(self.cwd.is_some(), "--cwd")])
+    }
+}
+
+impl Given for SandboxArgs {
+    fn given(&self) -> Vec<&'static str> {
+        set(&[
+            (self.isolation.is_some(), "--isolation"),
+            (!self.allow_write.is_empty(), "--allow-write"),
+            (self.require_sandbox, "--require-sandbox"),
+            (self.memory_limit.is_some(), "--memory-limit"),
+            (self.deny_network, "--deny-network"),
+        ])
+    }
+}
+
+impl Given for ReloadArg {
+    fn given(&self) -> Vec<&'static str> {
+        set(&[(self.no_reload, "--no-reload")])
+    }
+}
+
+impl Given for JsonArg {
+    fn given(&self) -> Vec<&'static str> {
+        set(&[(self.json, "--json")])
+    }
+}
+
+/// Move `early` into `slot` with `join`, or note its flags as unused when there is no slot.
+fn merge<T: Given>(
+    early: T,
+    slot: Option<&mut T>,
+    unused: &mut Vec<&'static str>,
+    join: impl FnOnce(T, &mut T),
+) {
+    match slot {
+        Some(slot) => join(early, slot),
+        None => unused.extend(early.given()),
+    }
+}
+
+/// The clap command with the version line and the earlier form's options hidden.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command()
+        .version(version_line())
+        .mut_args(|arg| arg.hide(true))
+}
+
+/// `--version`: this binary's version and the plugin API versions it loads.
+fn version_line() -> &'static str {
+    // Built once per process; clap keeps `&'static str`s without its `string` feature.
+    static LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINE.get_or_init(|| {
+        format!(
+            "{} (loads plugins built against xcsh-plugin-api {} to {})",
+            env!("CARGO_PKG_VERSION"),
+            xcsh_plugin_api::OLDEST_SUPPORTED_API_VERSION,
+            xcsh_plugin_api::API_VERSION
+        )
+    })
+}
+
+/// Parse the process's arguments (clap reports a usage error itself, with exit 2).
+pub fn parse() -> Cli {
+    use clap::FromArgMatches;
+    let matches = command().get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::FromArgMatches;
+
+    fn parse_from(args: &[&str]) -> Result<Command, String> {
+        let matches = command()
+            .try_get_matches_from(std::iter::once("xcsh-plugins").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        let cli = Cli::from_arg_matches(&matches).map_err(|e| e.to_string())?;
+        cli.into_command().map_err(|e| e.message().to_owned())
+    }
+
+    #[test]
+    fn the_clap_definition_is_consistent() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn options_before_the_subcommand_move_onto_it() {
+        let Ok(Command::List(list)) =
+            parse_from(&["--plugin", "a", "--json", "list", "--plugin", "b"])
+        else {
+            panic!("not a list");
+        };
+        assert_eq!(
+            list.session.plugins.plugins,
+            [PathBuf::from("a"), PathBuf::from("b")]
+        );
+        assert!(list.output.json);
+    }
+
+    #[test]
+    fn an_option_a_subcommand_does_not_take_is_a_usage_error() {
+        let error = parse_from(&["--json", "demo"]).err().unwrap_or_default();
+        assert!(
+            error.starts_with("--json changes nothing for `xcsh-plugins demo`"),
+            "{error}"
+        );
+        let error = parse_from(&["demo", "--json"]).err().unwrap_or_default();
+        assert!(error.contains("unexpected argument '--json'"), "{error}");
+        let error = parse_from(&["--isolation", "process", "new", "x"])
+            .err()
+            .unwrap_or_default();
+        assert!(error.contains("--isolation changes nothing"), "{error}");
+    }
+
+    #[test]
+    fn the_version_names_the_api_range() {
+        let line = version_line();
+        assert!(
+            line.contains(xcsh_plugin_api::OLDEST_SUPPORTED_API_VERSION),
+            "{line}"
+        );
+        assert!(line.contains(xcsh_plugin_api::API_VERSION), "{line}");
+    }
+
+    /// The README's command lines, each cut into words as a shell would (quotes, `\`
+    /// continuations, a trailing `# comment`, and what follows `&&`, `|`, `>`).
+    fn readme_command_lines() -> Vec<Vec<String>> {
+        let readme = include_str!("../../../../README.md");
+        let mut in_shell = false;
+        let mut lines: Vec<String> = Vec::new();
+        let mut pending = String::new();
+        for line in readme.lines() {
+            let trimmed = line.trim_start();
+            if let Some(info) = trimmed.strip_prefix("```") {
+                in_shell = !in_shell && (info == "sh" || info == "bash");
+                continue;
+            }
+            if !in_shell {
+                continue;
+            }
+            match trimmed.strip_suffix('\\') {
+                Some(head) => pending.push_str(head),
+                None => {
+                    pending.push_str(trimmed);
+                    lines.push(std::mem::take(&mut pending));
+                }
+            }
+        }
+        let mut commands = Vec::new();
+        for line in lines {
+            for segment in words(&line).split(|w| ["&&", "|", ";", ">", "#"].contains(&w.as_str()))
+            {
+                let Some(first) = segment.first() else {
+                    continue;
+                };
+                if first == "xcsh-plugins" || first.ends_with("/xcsh-plugins") {
+                    commands.push(segment.to_vec());
+                }
+            }
+        }
+        commands
+    }
+
+    /// Shell words: single and double quotes group, anything else splits on spaces.
+    fn words(line: &str) -> Vec<String> {
+        let mut words = Vec::new();
+        let mut word: Option<String> = None;
+        let mut quote: Option<char> = None;
+        for c in line.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), c) => word.get_or_insert_with(String::new).push(c),
+                (None, '\'' | '"') => {
+                    quote = Some(c);
+                    word.get_or_insert_with(String::new);
+                }
+                (None, c) if c.is_whitespace() => words.extend(word.take()),
+                (None, c) => word.get_or_insert_with(String::new).push(c),
+            }
+        }
+        words.extend(word);
+        words
+    }
+
+    #[test]
+    fn every_command_line_in_the_readme_parses() {
+        let commands = readme_command_lines();
+        assert!(commands.len() >= 10, "{commands:?}");
+        for command_line in commands {
+            let matches = command().try_get_matches_from(&command_line);
+            let parsed = match matches {
+                Ok(matches) => Cli::from_arg_matches(&matches)
+                    .map_err(|e| e.to_string())
+                    .and_then(|cli| cli.into_command().map_err(|e| e.message().to_owned())),
+                // `--version` and `--help` end the parse on purpose.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        clap::error::ErrorKind::DisplayVersion
+                            | clap::error::ErrorKind::DisplayHelp
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(error) = parsed {
+                panic!(
+                    "README: `{}` does not parse: {error}",
+                    command_line.join(" ")
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! What `xcsh-plugins mcp` tells a real MCP client (rmcp) that a user would otherwise only
+//! find on the server's stderr: each plugin file that failed to load arrives as an `error`
+//! log message once the client is initialised, while the plugins that loaded are served;
+//! `--require-all-plugins` ends the server before it serves; `xcsh/pending` reads 0 when
+//! nothing is pending.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+#![allow(deprecated)] // MCP logging: deprecated by SEP-2577 in rmcp, still what clients show.
+
+use std::ffi::OsString;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::ClientHandler;
+use serde_json::json;
+use xcsh_integration_tests::mcp::{McpServerProcess, PATIENCE};
+use xcsh_integration_tests::{artifacts, plugin};
+
+/// A client that keeps every log message the server sends.
+#[derive(Clone, Default)]
+struct LogRecorder {
+    messages: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
+}
+
+impl ClientHandler for LogRecorder {
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.messages.lock().unwrap().push(params);
+    }
+}
+
+impl LogRecorder {
+    async fn wait_for(&self, count: usize) -> Vec<LoggingMessageNotificationParam> {
+        let arrived = tokio::time::timeout(PATIENCE, async {
+            while self.messages.lock().unwrap().len() < count {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        let messages = self.messages.lock().unwrap().clone();
+        assert!(
+            arrived.is_ok(),
+            "{count} log message(s) expected, got {messages:?}"
+        );
+        messages
+    }
+}
+
+fn args(dir: &std::path::Path, extra: &[&str]) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "--no-default-dirs".into(),
+        "--plugin".into(),
+        plugin("batch-rename").into(),
+        "--plugin".into(),
+        "/nope/libx.so".into(),
+        "--cwd".into(),
+        dir.into(),
+    ];
+    args.extend(extra.iter().map(OsString::from));
+    args
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_error_reaches_the_client_as_an_error_log_and_the_rest_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = LogRecorder::default();
+    let server =
+        McpServerProcess::start_with_handler(args(dir.path(), &[]), recorder.clone()).await;
+    let capabilities = server.client.peer_info().unwrap().capabilities.clone();
+    assert!(
+        capabilities.logging.is_some(),
+        "the server declares logging"
+    );
+
+    let messages = recorder.wait_for(1).await;
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    let log = &messages[0];
+    assert_eq!(log.level, LoggingLevel::Error);
+    assert_eq!(log.logger.as_deref(), Some("xcsh-plugins"));
+    assert_eq!(log.data["path"], "/nope/libx.so");
+    let message = log.data["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("/nope/libx.so: ") && message.contains("No such file"),
+        "{message}"
+    );
+
+    // The plugin that loaded is served, and the first result says nothing is pending.
+    let names = server.tool_names().await;
+    assert!(
+        names.contains(&"batch_rename_preview".to_owned()),
+        "{names:?}"
+    );
+    let result = server.call("ast_edit", json!({"ops": []})).await;
+    let meta = result.meta.as_ref().unwrap();
+    assert_eq!(meta.0["xcsh/pending"], json!(0), "{result:?}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn require_all_plugins_ends_the_server_before_it_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = tokio::process::Command::new(artifacts().cli())
+        .arg("mcp")
+        .args(args(dir.path(), &["--require-all-plugins"]))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+        .wait_with_output();
+    // Exit 1 with nothing on stdout; without the option the same server serves (and exits 0
+    // at the end of its input).
+    let output = tokio::time::timeout(PATIENCE, output)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty(), "nothing served on stdout");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--require-all-plugins is set") && stderr.contains("/nope/libx.so"),
+        "{stderr}"
+    );
+}
