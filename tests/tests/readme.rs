@@ -216,3 +216,75 @@ fn the_readme_names_the_versions_the_crates_have() {
         "{workspace}"
     );
 }
+
+/// The README's own command lines, run as written in a shell, on the binaries and the sample
+/// plugin this workspace built: the `Install` section after its `cargo install` (which the
+/// test has no time to repeat), `Use it from the command line` and the `ast_edit` example.
+#[test]
+fn the_readmes_command_lines_run() {
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let some_dir = scratch.path().join("some-dir");
+    std::fs::create_dir(&some_dir).unwrap();
+    std::fs::write(some_dir.join("a1.txt"), "1").unwrap();
+    std::fs::write(some_dir.join("a2.txt"), "2").unwrap();
+    let project = scratch.path().join("my-project/src");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("lib.rs"),
+        "pub fn total(xs: &[u32]) -> u32 {\n    xs.iter().fold(0, |a, b| a + b)\n}\n",
+    )
+    .unwrap();
+    let bin = artifacts().cli().parent().unwrap().to_owned();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let sample = artifacts().plugin("batch-rename");
+    let mut ran = 0;
+    for section in [
+        "Install",
+        "Use it from the command line",
+        "The built-in `ast_edit`",
+    ] {
+        for (info, code) in blocks(&readme, section) {
+            if info != "sh" {
+                continue;
+            }
+            for line in code.replace("\\\n", " ").lines() {
+                let line = line.trim();
+                if !line.starts_with("xcsh-plugins ") {
+                    continue;
+                }
+                let line = line
+                    .replace(
+                        "target/release/libbatch_rename.so",
+                        sample.to_str().unwrap(),
+                    )
+                    .replace("/some/dir", some_dir.to_str().unwrap());
+                let output = Command::new("bash")
+                    .args(["-ec", &line])
+                    .current_dir(scratch.path())
+                    .env("PATH", &path)
+                    .env("HOME", scratch.path())
+                    .env("NO_COLOR", "1")
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .unwrap();
+                assert!(
+                    output.status.success(),
+                    "README `{line}` failed:\n{}{}",
+                    String::from_utf8_lossy(&output.stdout),
+                    stderr(&output)
+                );
+                ran += 1;
+            }
+        }
+    }
+    assert!(ran >= 6, "only {ran} README command lines found");
+    // What they did: the rename applied, the ast_edit example applied.
+    assert!(some_dir.join("b1.txt").exists() && some_dir.join("b2.txt").exists());
+    let edited = std::fs::read_to_string(project.join("lib.rs")).unwrap();
+    assert!(edited.contains("xs.iter().sum()"), "{edited}");
+}
