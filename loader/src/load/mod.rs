@@ -7,11 +7,15 @@
 //! - `preflight` checks the library's headers before the dynamic loader sees them;
 //! - [`open`] hands the checked object to the dynamic loader, checks the ABI and version,
 //!   and caches the result for the process;
+//! - `cache` keeps what is costly to learn about a plugin file again, private to the user;
 //! - [`LoadError`] is the one error type of all of it, naming the file and the cause.
 //!
 //! Nothing here knows about sessions or tools: the output is a [`PluginLibrary`], whose
 //! factory the session runs (see the `plugin_abi` module).
 
+// The layout and tool-definition caches that read it land in the next commits.
+#[allow(dead_code)]
+pub(crate) mod cache;
 pub mod discovery;
 mod error;
 pub mod open;

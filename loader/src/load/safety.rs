@@ -91,6 +91,21 @@ impl FileStamp {
         }
     }
 
+    /// The stamp as a cache key: equal keys mean the same file object with the same size,
+    /// times and links. A rewrite in place moves the change time (which the owner cannot set
+    /// back), a replacement by rename is another inode.
+    #[allow(dead_code)] // Read by `cache` (the caches that use it land next).
+    pub(crate) fn key(&self) -> String {
+        let modified = self
+            .modified
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        format!(
+            "dev={} ino={} len={} mtime={modified} ctime={}.{:09} links={}",
+            self.device, self.inode, self.len, self.changed.0, self.changed.1, self.links
+        )
+    }
+
     /// The file's size when it was stamped.
     pub(crate) fn len(&self) -> u64 {
         self.len

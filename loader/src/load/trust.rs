@@ -16,7 +16,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -158,15 +157,6 @@ impl TrustStore {
     /// Write the store: a temporary file with mode `0600` next to the trust file, then an
     /// atomic rename over it. Creates `~/.xcsh/agent/` (mode `0700`) when missing.
     pub fn save(&self) -> std::io::Result<()> {
-        let dir = self
-            .file
-            .parent()
-            .ok_or_else(|| std::io::Error::other("the trust file has no directory"))?;
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(dir)?;
         let document = FileFormat {
             version: 1,
             trusted: self
@@ -180,42 +170,7 @@ impl TrustStore {
         };
         let mut text = serde_json::to_string_pretty(&document).map_err(std::io::Error::other)?;
         text.push('\n');
-        let temp = self.temp_path();
-        let written = (|| {
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create_new(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            let mut file = options.open(&temp)?;
-            file.write_all(text.as_bytes())?;
-            file.sync_all()?;
-            std::fs::rename(&temp, &self.file)
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&temp);
-        }
-        written?;
-        // Make the rename itself durable (best effort: not every platform can sync a directory).
-        if let Ok(dir) = std::fs::File::open(dir) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
-    }
-
-    fn temp_path(&self) -> PathBuf {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let mut name = self
-            .file
-            .file_name()
-            .map(|n| n.to_os_string())
-            .unwrap_or_default();
-        name.push(format!(
-            ".tmp-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        self.file.with_file_name(name)
+        crate::load::cache::write_private(&self.file, text.as_bytes())
     }
 }
 
