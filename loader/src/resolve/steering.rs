@@ -106,9 +106,58 @@ impl SteeringMessage {
     }
 }
 
+/// The session's queue of steering messages, until the runtime takes them.
+///
+/// Bounded: a runtime that never takes them (the MCP server, whose reminder rides on each
+/// result instead) must not make a long session grow by one message per push. Only the
+/// newest [`SteeringQueue::CAPACITY`] are kept; a runtime that takes them between model
+/// requests never comes close.
+#[derive(Debug, Default)]
+pub(crate) struct SteeringQueue {
+    messages: std::sync::Mutex<std::collections::VecDeque<SteeringMessage>>,
+}
+
+impl SteeringQueue {
+    /// How many messages are kept at most (the oldest go first).
+    pub(crate) const CAPACITY: usize = 64;
+
+    pub(crate) fn push(&self, message: SteeringMessage) {
+        let mut messages = self.messages.lock().unwrap_or_else(|p| p.into_inner());
+        if messages.len() == Self::CAPACITY {
+            messages.pop_front();
+        }
+        messages.push_back(message);
+    }
+
+    /// Everything queued, oldest first, leaving the queue empty (and its memory returned).
+    pub(crate) fn take(&self) -> Vec<SteeringMessage> {
+        let taken = std::mem::take(&mut *self.messages.lock().unwrap_or_else(|p| p.into_inner()));
+        taken.into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_queue_keeps_the_newest_messages_only() {
+        let queue = SteeringQueue::default();
+        for i in 0..10_000 {
+            queue.push(SteeringMessage::resolve_reminder(&format!("tool{i}")));
+        }
+        let taken = queue.take();
+        assert_eq!(taken.len(), SteeringQueue::CAPACITY);
+        assert_eq!(
+            taken[0].source_tool_name,
+            format!("tool{}", 10_000 - SteeringQueue::CAPACITY)
+        );
+        assert_eq!(
+            taken[SteeringQueue::CAPACITY - 1].source_tool_name,
+            "tool9999"
+        );
+        assert!(queue.take().is_empty());
+    }
 
     #[test]
     fn provider_shapes_match_the_spec() {

@@ -3,7 +3,7 @@
 //! bytes, instantiate, register).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 #[cfg(target_os = "linux")]
@@ -14,7 +14,7 @@ use crate::load::safety::FileStamp;
 use crate::load::trust::{TrustStatus, TrustStore};
 use crate::load::{load_checked, CheckedFile, LoadError, LoadErrorKind, PluginLibrary};
 use crate::plugin_log::PluginLogSink;
-use crate::resolve::steering::SteeringMessage;
+use crate::resolve::steering::{SteeringMessage, SteeringQueue};
 use crate::store::{PendingActionSink, PendingActionStore};
 use crate::sys::sandbox::{SandboxPolicy, DEFAULT_MAX_OPEN_FILES, DEFAULT_MEMORY_LIMIT};
 use crate::tool::Tool;
@@ -259,14 +259,11 @@ impl SessionBuilder {
     /// problem is collected in [`Session::load_errors`]; loading goes on with the next file.
     pub fn build(mut self) -> Session {
         let store = self.with_store.then(|| Arc::new(PendingActionStore::new()));
-        let steering = Arc::new(Mutex::new(Vec::new()));
+        let steering = Arc::new(SteeringQueue::default());
         let reminders = store.as_ref().map(|store| {
             let queue = Arc::clone(&steering);
             store.subscribe_push(move |action, _count| {
-                queue
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(SteeringMessage::resolve_reminder(&action.source_tool_name));
+                queue.push(SteeringMessage::resolve_reminder(&action.source_tool_name));
             })
         });
         let sink = match (&store, self.external_sink.take()) {

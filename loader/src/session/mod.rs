@@ -24,7 +24,9 @@ use crate::isolate::Isolation;
 use crate::load::discovery::Candidate;
 use crate::load::LoadError;
 use crate::plugin_abi::{instantiate, store_sink};
-use crate::resolve::steering::{forced_tool_choice, Provider, SteeringMessage, ToolChoice};
+use crate::resolve::steering::{
+    forced_tool_choice, Provider, SteeringMessage, SteeringQueue, ToolChoice,
+};
 use crate::resolve::{resolve_spec, run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
 use crate::store::{PendingActionSink, PendingActionStore, PushSubscription};
 use crate::tool::{bounded, CallContext, Tool, ToolSpec};
@@ -64,7 +66,7 @@ pub struct Session {
     resolve: OnceLock<(ToolSpec, jsonschema::Validator)>,
     load_errors: Vec<LoadError>,
     plugins: RwLock<Vec<LoadedPlugin>>,
-    steering: Arc<Mutex<Vec<SteeringMessage>>>,
+    steering: Arc<SteeringQueue>,
     _reminders: Option<PushSubscription>,
     default_timeout: Option<Duration>,
     /// The plugin files to reload when they change.
@@ -300,9 +302,10 @@ impl Session {
             .then(|| forced_tool_choice(provider, RESOLVE_TOOL_NAME))
     }
 
-    /// Take the hidden steering messages queued since the last call (one per push).
+    /// Take the hidden steering messages queued since the last call (one per push; at most
+    /// the newest 64 are kept for a runtime that does not take them).
     pub fn take_steering_messages(&self) -> Vec<SteeringMessage> {
-        std::mem::take(&mut *self.steering.lock().unwrap_or_else(|p| p.into_inner()))
+        self.steering.take()
     }
 
     /// Call a tool with default options.
