@@ -34,6 +34,7 @@ pub const PLUGIN_PACKAGES: &[&str] = &[
     "fixture-reload-v1",
     "fixture-reload-v2",
     "fixture-journal",
+    "fixture-bad-layout",
 ];
 
 /// Paths of the built artifacts, by cargo target name (`batch_rename`, `xcsh-plugins`, ...).

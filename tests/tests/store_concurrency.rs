@@ -137,8 +137,12 @@ async fn every_action_is_resolved_exactly_once_under_contention() {
             "action {id}: applied {a} times, discarded {d} times"
         );
     }
-    // Every push queued exactly one reminder.
-    assert_eq!(session.take_steering_messages().len(), total);
+    // Every push queued one reminder; the session keeps the newest few for a runtime that
+    // does not take them.
+    assert_eq!(
+        session.take_steering_messages().len(),
+        total.min(xcsh_loader::steering::STEERING_QUEUE_CAPACITY)
+    );
 }
 
 #[test]

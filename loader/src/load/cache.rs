@@ -6,7 +6,8 @@
 //! ([`FileStamp::key`]: device, inode, size, modification and change times in nanoseconds, link
 //! count), the host's build, and whatever else the caller's answer depends on. The entry
 //! repeats its key, so a collision or a stale file is a miss. The cache lives under
-//! `$XCSH_CACHE_DIR`, else `$XDG_CACHE_HOME/xcsh-plugins`, else `~/.cache/xcsh-plugins`; its
+//! `$XCSH_CACHE_DIR`, else `$XDG_CACHE_HOME/xcsh-plugins`, else `~/.cache/xcsh-plugins`
+//! (`XCSH_NO_CACHE=1` turns it off: everything is learned again, nothing is written); its
 //! files are `0600` in a `0700` directory, and are only read after the same owner and mode
 //! checks as the trust file (the file and every directory above it safe from other users): a
 //! foreign-owned, group-writable or corrupt entry is ignored, and replaced by the next write.
@@ -40,6 +41,9 @@ impl PrivateCache {
     /// The cache of the user running this process (see the module docs), if any directory
     /// can be named for it.
     pub(crate) fn for_user() -> Option<Self> {
+        if std::env::var_os("XCSH_NO_CACHE").is_some_and(|v| !v.is_empty() && v != "0") {
+            return None;
+        }
         let dir = std::env::var_os("XCSH_CACHE_DIR")
             .filter(|d| !d.is_empty())
             .map(PathBuf::from)

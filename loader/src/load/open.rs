@@ -32,13 +32,16 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use abi_stable::abi_stability::abi_checking::check_layout_compatibility;
+use abi_stable::abi_stability::abi_checking::{
+    check_layout_compatibility_with_globals, CheckingGlobals,
+};
 use abi_stable::library::{LibHeader, LibraryError};
 use abi_stable::std_types::RBoxError;
 use abi_stable::StableAbi;
 use xcsh_plugin_api::ffi::{ApiVersion, PluginModuleRef};
 
-use crate::load::preflight::{check_library, read_api_marker, ApiMarker};
+use crate::load::cache::{host_build, PrivateCache};
+use crate::load::preflight::{build_id, check_library, read_api_marker, ApiMarker};
 use crate::load::safety::{open_plugin, FileStamp, Refusal};
 use crate::load::{LoadError, LoadErrorKind};
 use crate::sys::{load, read_all, LoadFailure, LoadSource};
@@ -265,6 +268,35 @@ impl CheckedFile {
     }
 }
 
+/// The kind of the layout-check cache's entries (see [`init_root_module`]).
+const LAYOUT_CHECKED: &str = "layout-checked";
+
+/// What a successful layout check of one plugin build against this host's build depends on,
+/// as a cache key: the host's build ([`host_build`]), the plugin file's identity (its
+/// [`FileStamp::key`]), its build-id when it has one, and, when its content was pinned for
+/// trust, its SHA-256. `None` when the host's build cannot be named: then nothing is cached.
+fn layout_key(file: &CheckedFile, source: &LoadSource<'_>) -> Option<String> {
+    let host = host_build()?;
+    let build = match source {
+        LoadSource::Bytes(bytes) => build_id(*bytes),
+        LoadSource::Opened(opened) => build_id(&object::ReadCache::new(&**opened)),
+    };
+    let build = build.map_or_else(|| "none".to_owned(), |id| hex(&id));
+    let pinned = match file.pinned.get() {
+        Some(Ok(pinned)) => pinned.sha256.as_str(),
+        _ => "-",
+    };
+    Some(format!(
+        "host {host}\nplugin {} {}\nbuild-id {build}\nsha256 {pinned}",
+        file.path.display(),
+        file.stamp.key()
+    ))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Check the root module's layout and initialise it, letting the plugin be *older* than the
 /// host.
 ///
@@ -278,21 +310,55 @@ impl CheckedFile {
 /// on the plugin's side, and the host reads those through accessors that answer `None` (see
 /// `plugin-api/ABI.md`). abi_stable's own version check on the ABI crate (same major) still
 /// runs.
-fn init_root_module(header: &'static LibHeader) -> Result<PluginModuleRef, LibraryError> {
+///
+/// The check walks every type reachable from the root module, calling into the plugin for
+/// each, and is most of a load's time and of its lasting memory. It runs with checking globals
+/// of its own (not abi_stable's process-wide ones), so its outcome depends only on the two
+/// builds, and its success is remembered in the user's private cache under `key` (see
+/// [`layout_key`]): a later load of the same plugin file by the same host build skips it.
+fn init_root_module(
+    header: &'static LibHeader,
+    key: Option<&str>,
+) -> Result<PluginModuleRef, LibraryError> {
     let Some(plugin_layout) = header.layout() else {
         return Err(LibraryError::AbiInstability(RBoxError::from_fmt(
             &"the root module was exported without its layout, so it cannot be checked",
         )));
     };
-    check_layout_compatibility(plugin_layout, <PluginModuleRef as StableAbi>::LAYOUT)
+    let cache = key.and_then(|key| PrivateCache::for_user().map(|cache| (cache, key)));
+    let checked_before = cache
+        .as_ref()
+        .is_some_and(|(cache, key)| cache.get::<bool>(LAYOUT_CHECKED, key) == Some(true));
+    if checked_before {
+        tracing::debug!("layout check skipped: this plugin build passed it before (cached)");
+    } else {
+        let globals = CheckingGlobals::new();
+        check_layout_compatibility_with_globals(
+            plugin_layout,
+            <PluginModuleRef as StableAbi>::LAYOUT,
+            &globals,
+        )
         .map_err(|errors| LibraryError::AbiInstability(RBoxError::from_fmt(&errors)))?;
+        tracing::debug!("layout checked");
+        if let Some((cache, key)) = &cache {
+            cache.put(LAYOUT_CHECKED, key, &true);
+        }
+    }
     // SAFETY: `init_root_module_with_unchecked_layout` requires `PluginModuleRef` to have the
-    // layout of the library's root module. The check above proved that every type reachable
-    // from the plugin's root module matches the host's field for field, except trailing
-    // fields of prefix types (the root module and the vtables) that the host has and the
-    // plugin lacks. Those are never read directly: prefix-type accessors check the field
-    // against the instance's own field count (stored beside it by abi_stable) and answer
-    // `None`, and sabi_trait calls run the method's default body instead.
+    // layout of the library's root module. Either the check above just proved it, or a check
+    // of the same two builds did before: the cache entry exists only after a check passed,
+    // its key names this host's build (the file its code was mapped from, so the same
+    // `PluginModuleRef::LAYOUT`) and this plugin file object (device, inode, size, change
+    // time, which no write leaves unchanged and its owner cannot set back; plus its build-id
+    // and, when pinned, the SHA-256 of exactly the bytes mapped), so the plugin's layout
+    // statics are the same bytes; and the check ran with fresh checking globals, so its
+    // outcome depended on nothing but those two layouts. The cache file itself is only
+    // believed when it is the user's own and private (see `load::cache`). The check proves
+    // that every type reachable from the plugin's root module matches the host's field for
+    // field, except trailing fields of prefix types (the root module and the vtables) that the
+    // host has and the plugin lacks. Those are never read directly: prefix-type accessors
+    // check the field against the instance's own field count (stored beside it by abi_stable)
+    // and answer `None`, and sabi_trait calls run the method's default body instead.
     unsafe { header.init_root_module_with_unchecked_layout::<PluginModuleRef>() }
 }
 
@@ -318,7 +384,8 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
         // The earlier content never loaded usably: nothing of it is in use, so try this one.
     }
     let (source, api_version) = file.check_before_running()?;
-    let outcome = match map_library(path, source, api_version) {
+    let key = layout_key(file, &source);
+    let outcome = match map_library(path, source, api_version, key.as_deref()) {
         Ok(library) => Ok(library),
         Err(MapFailure::Retry(error)) => return Err(error),
         Err(MapFailure::Final(error)) => Err(error),
@@ -353,10 +420,11 @@ fn map_library(
     path: &Path,
     source: LoadSource<'_>,
     api_version: ApiVersion,
+    layout_key: Option<&str>,
 ) -> Result<PluginLibrary, MapFailure> {
     let error = |kind| LoadError::new(path, kind);
     match load(path, source) {
-        Ok(mapped) => init_root_module(mapped.header)
+        Ok(mapped) => init_root_module(mapped.header, layout_key)
             .map(|module| PluginLibrary {
                 module,
                 api_version,
@@ -382,8 +450,13 @@ fn map_library(
 #[cfg(target_os = "linux")]
 pub(crate) fn load_inherited(path: &Path, file: File) -> Result<PluginLibrary, LoadError> {
     let api_version = check_before_running(path, &object::ReadCache::new(&file))?;
-    map_library(path, LoadSource::Opened(&file), api_version).map_err(|failure| match failure {
-        MapFailure::Retry(error) | MapFailure::Final(error) => error,
+    // No layout cache here: the sandboxed child cannot write the user's cache, and its
+    // descriptor may be a memfd with an identity of its own.
+    let layout_key = None;
+    map_library(path, LoadSource::Opened(&file), api_version, layout_key).map_err(|failure| {
+        match failure {
+            MapFailure::Retry(error) | MapFailure::Final(error) => error,
+        }
     })
 }
 

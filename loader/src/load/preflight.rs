@@ -131,6 +131,36 @@ fn any_marker<'data, R: ReadRef<'data>>(data: R) -> Option<ApiMarker> {
     Some(marker_from(&[], has_root))
 }
 
+/// The library's GNU build-id (the ELF `NT_GNU_BUILD_ID` note the linker writes, a hash
+/// naming the build), when it has one. Only the headers and the note segments are read.
+pub(crate) fn build_id<'data, R: ReadRef<'data>>(data: R) -> Option<Vec<u8>> {
+    match FileKind::parse(data).ok()? {
+        FileKind::Elf64 => elf_build_id::<elf::FileHeader64<Endianness>, R>(data),
+        FileKind::Elf32 => elf_build_id::<elf::FileHeader32<Endianness>, R>(data),
+        _ => None,
+    }
+}
+
+fn elf_build_id<'data, Elf, R>(data: R) -> Option<Vec<u8>>
+where
+    Elf: FileHeader<Endian = Endianness>,
+    R: ReadRef<'data>,
+{
+    let header = Elf::parse(data).ok()?;
+    let endian = header.endian().ok()?;
+    for segment in header.program_headers(endian, data).ok()? {
+        let Ok(Some(mut notes)) = segment.notes(endian, data) else {
+            continue;
+        };
+        while let Ok(Some(note)) = notes.next() {
+            if note.name() == elf::ELF_NOTE_GNU && note.n_type(endian) == elf::NT_GNU_BUILD_ID {
+                return Some(note.desc().to_vec());
+            }
+        }
+    }
+    None
+}
+
 /// Why a file cannot be a loadable library, or `Ok` when its headers are sound. `data` is
 /// the file's bytes, or a reader that fetches only the ranges the parser asks for. For ELF
 /// only the file header, the program headers and the section headers are read (not the

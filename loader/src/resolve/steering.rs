@@ -106,6 +106,10 @@ impl SteeringMessage {
     }
 }
 
+/// How many steering messages a session keeps for a runtime that does not take them (the
+/// newest; see [`crate::Session::take_steering_messages`]).
+pub const STEERING_QUEUE_CAPACITY: usize = 64;
+
 /// The session's queue of steering messages, until the runtime takes them.
 ///
 /// Bounded: a runtime that never takes them (the MCP server, whose reminder rides on each
@@ -119,7 +123,7 @@ pub(crate) struct SteeringQueue {
 
 impl SteeringQueue {
     /// How many messages are kept at most (the oldest go first).
-    pub(crate) const CAPACITY: usize = 64;
+    pub(crate) const CAPACITY: usize = STEERING_QUEUE_CAPACITY;
 
     pub(crate) fn push(&self, message: SteeringMessage) {
         let mut messages = self.messages.lock().unwrap_or_else(|p| p.into_inner());

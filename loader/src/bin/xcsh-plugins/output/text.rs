@@ -172,9 +172,16 @@ impl Text for FileCheck {
             }
         }
         for problem in &self.problems {
-            // One line per problem: long causes (ABI layout diffs) keep their first line.
-            let first = problem.lines().next().unwrap_or_default();
-            writeln!(to.err, "FAIL {path}: {}", sanitize(first))?;
+            // One line per problem: long causes (ABI layout diffs) keep their first line, and
+            // say where the rest is.
+            let mut lines = problem.lines();
+            let first = lines.next().unwrap_or_default().trim_end();
+            let more = if lines.next().is_some() {
+                " (more in `check --json`)"
+            } else {
+                ""
+            };
+            writeln!(to.err, "FAIL {path}: {}{more}", sanitize(first))?;
         }
         Ok(())
     }
