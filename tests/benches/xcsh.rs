@@ -432,7 +432,7 @@ fn load_child(kind: &str) {
     let dir = PathBuf::from(std::env::var_os(CHILD_DIR_ENV).expect("no directory"));
     let cwd = PathBuf::from(std::env::var_os(CHILD_CWD_ENV).expect("no cwd"));
     let sample = match kind {
-        "loader" => load::with_loader(&cwd, &dir),
+        "loader_cold" | "loader_warm" => load::with_loader(&cwd, &dir),
         "raw" => load::raw(&dir),
         other => Err(format!("unknown load kind {other}")),
     };
@@ -445,12 +445,20 @@ fn load_child(kind: &str) {
     }
 }
 
-/// Run one load measurement in a fresh child process (a file loads once per process).
-fn load_in_child(kind: &str, dir: &Path, cwd: &Path) -> load::LoadSample {
+/// Run one load measurement in a fresh child process (a file loads once per process), with
+/// the loader's layout-check cache in `cache` (`loader_cold`: an empty one each time).
+fn load_in_child(kind: &str, dir: &Path, cwd: &Path, cache: &Path) -> load::LoadSample {
+    let cold = tempfile::tempdir().unwrap();
+    let cache = if kind == "loader_cold" {
+        cold.path()
+    } else {
+        cache
+    };
     let output = Command::new(std::env::current_exe().unwrap())
         .env(CHILD_ENV, kind)
         .env(CHILD_DIR_ENV, dir)
         .env(CHILD_CWD_ENV, cwd)
+        .env("XCSH_CACHE_DIR", cache)
         .output()
         .unwrap();
     assert!(
@@ -468,6 +476,7 @@ fn bench_load(bench: &mut Bench) {
     let root = tempfile::tempdir().unwrap(); // 0700
     let cwd = root.path().join("cwd");
     std::fs::create_dir(&cwd).unwrap();
+    let cache = root.path().join("cache");
     let mut dirs = Vec::new();
     for n in LOAD_COUNTS {
         let dir = root.path().join(format!("n{n}"));
@@ -475,6 +484,10 @@ fn bench_load(bench: &mut Bench) {
         dirs.push((n, dir));
     }
     flush_writes();
+    // The warm cache: every copy's layout check done once, untimed.
+    for (_, dir) in &dirs {
+        load_in_child("loader_warm", dir, &cwd, &cache);
+    }
     let samples: RefCell<Vec<(String, load::LoadSample)>> = RefCell::new(Vec::new());
 
     let mut group = bench.criterion.benchmark_group("load");
@@ -485,12 +498,12 @@ fn bench_load(bench: &mut Bench) {
         .warm_up_time(Duration::from_millis(1))
         .measurement_time(Duration::from_millis(1));
     for (n, dir) in &dirs {
-        for kind in ["loader", "raw"] {
+        for kind in ["loader_cold", "loader_warm", "raw"] {
             group.bench_function(format!("{kind}_n{n}"), |b| {
                 b.iter_custom(|iters| {
                     (0..iters)
                         .map(|_| {
-                            let sample = load_in_child(kind, dir, &cwd);
+                            let sample = load_in_child(kind, dir, &cwd, &cache);
                             assert_eq!(sample.loaded, *n);
                             samples.borrow_mut().push((format!("{kind}_n{n}"), sample));
                             sample.elapsed()
@@ -503,21 +516,25 @@ fn bench_load(bench: &mut Bench) {
     group.finish();
 
     for n in LOAD_COUNTS {
-        let loader = bench.median("load", &format!("loader_n{n}"));
         let raw = bench.median("load", &format!("raw_n{n}"));
         let per = |d: Duration| d / u32::try_from(n).unwrap();
-        let r = loader.as_secs_f64() / raw.as_secs_f64();
-        let mut row = Row::new(
-            "load",
-            format!("N = {n} distinct copies loaded by the loader, per plugin"),
-            time(per(loader)),
-        )
-        .baseline(format!("raw dlopen + 1 symbol: {}", time(per(raw))))
-        .ratio("loader/raw", r);
-        if n >= 50 {
-            row = row.target("≤ 3", r <= 3.0);
+        for (kind, cache) in [("loader_cold", "cold"), ("loader_warm", "warm")] {
+            let loader = bench.median("load", &format!("{kind}_n{n}"));
+            let r = loader.as_secs_f64() / raw.as_secs_f64();
+            let mut row = Row::new(
+                "load",
+                format!(
+                    "N = {n} distinct copies loaded by the loader, per plugin, layout-check cache {cache}"
+                ),
+                time(per(loader)),
+            )
+            .baseline(format!("raw dlopen + 1 symbol: {}", time(per(raw))))
+            .ratio("loader/raw", r);
+            if n >= 50 {
+                row = row.target("≤ 3", r <= 3.0);
+            }
+            bench.rows.push(row);
         }
-        bench.rows.push(row);
     }
     let per_plugin = |kind: &str, field: fn(&load::LoadSample) -> f64| {
         let mut values: Vec<f64> = samples
@@ -528,22 +545,24 @@ fn bench_load(bench: &mut Bench) {
             .collect();
         median_of(&mut values)
     };
-    let loader_rss = per_plugin("loader", load::LoadSample::rss_added_kib);
+    let loader_rss = per_plugin("loader_warm", load::LoadSample::rss_added_kib);
+    let loader_cold_rss = per_plugin("loader_cold", load::LoadSample::rss_added_kib);
     let raw_rss = per_plugin("raw", load::LoadSample::rss_added_kib);
-    let loader_unmapped = per_plugin("loader", load::LoadSample::unmapped_shmem_added_kib);
-    let loader_all = per_plugin("loader", load::LoadSample::memory_added_kib);
+    let loader_unmapped = per_plugin("loader_warm", load::LoadSample::unmapped_shmem_added_kib);
+    let loader_all = per_plugin("loader_warm", load::LoadSample::memory_added_kib);
     let raw_all = per_plugin("raw", load::LoadSample::memory_added_kib);
     let size_kib = size as f64 / 1024.0;
     bench.rows.push(
         Row::new(
             "load",
-            "resident memory (VmRSS) added per plugin, N = 100, loader",
+            "resident memory (VmRSS) added per plugin, N = 100, loader, layout-check cache warm",
             kib(loader_rss),
         )
         .baseline(format!(
-            "raw dlopen: {}; file size {}",
+            "raw dlopen: {}; file size {}; cache cold: {}",
             kib(raw_rss),
-            kib(size_kib)
+            kib(size_kib),
+            kib(loader_cold_rss)
         ))
         .ratio("loader/raw", loader_rss / raw_rss)
         .target(

@@ -175,7 +175,14 @@ pub fn find_files(
     } else {
         entries
     };
-    let shown_entries = entries.clone();
+    // As xcsh shows them: `/` (the session's root) is `.`.
+    let shown_entries = entries
+        .iter()
+        .map(|e| match e.trim_start_matches('/') {
+            "" if e.starts_with('/') => ".".to_owned(),
+            _ => e.clone(),
+        })
+        .collect();
     let entries: Vec<String> = entries.iter().map(|e| inside_root(cwd, e)).collect();
     let targets = entries
         .iter()

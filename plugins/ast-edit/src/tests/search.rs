@@ -301,6 +301,7 @@ async fn path_lists_root_and_directory_globs() {
     // `/` is the session's root, and an absolute path outside it is taken inside it.
     let out = edit(&s, json!({"ops": op, "path": "/"})).await;
     assert_eq!(files(&out).len(), 7);
+    assert_eq!(details(&out)["scopePath"], ".", "as xcsh shows the root");
     let out = edit(&s, json!({"ops": op, "path": "/other"})).await;
     assert_eq!(files(&out), ["o.ts"]);
     let out = edit(&s, json!({"ops": op, "path": "/other/o.ts"})).await;
