@@ -28,6 +28,8 @@ const CHILD_CWD_ENV: &str = "XCSH_BENCH_LOAD_CWD";
 
 /// Set to `builtin`, `plugin` or `ast_edit` to run only that, for a profiler; see [`profile`].
 const PROFILE_ENV: &str = "XCSH_BENCH_PROFILE";
+/// Set in the child of the socket ping-pong (the floor of an isolated call): its socket.
+const PING_PONG_ENV: &str = "XCSH_BENCH_PING_PONG";
 
 /// Files in the generated `ast_edit` tree.
 const TREE_FILES: usize = 2_100;
@@ -166,6 +168,10 @@ fn main() {
     }
     if let Ok(what) = std::env::var(PROFILE_ENV) {
         profile(&what);
+        return;
+    }
+    if let Some(path) = std::env::var_os(PING_PONG_ENV) {
+        isolation::serve_ping_pong(Path::new(&path)).unwrap();
         return;
     }
     let args: Vec<String> = std::env::args()
@@ -893,6 +899,21 @@ fn bench_isolation(bench: &mut Bench) {
             })
         });
     });
+    let mut ping_pong = isolation::PingPong::start(
+        Command::new(std::env::current_exe().unwrap()),
+        PING_PONG_ENV,
+    )
+    .unwrap();
+    group.bench_function("e_socket_floor", |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                ping_pong.round_trip().unwrap();
+            }
+            start.elapsed()
+        });
+    });
+    drop(ping_pong);
     group.sample_size(20);
     group.bench_function("first_call", |b| {
         b.iter_custom(|iters| {
@@ -939,6 +960,7 @@ fn bench_isolation(bench: &mut Bench) {
         median("c_process"),
         median("d_mcp"),
     );
+    let floor = median("e_socket_floor");
     let first = median("first_call");
     let (list_in, list_proc) = (median("list_in_process"), median("list_process"));
     let d_c = d.as_secs_f64() / c.as_secs_f64();
@@ -967,6 +989,17 @@ fn bench_isolation(bench: &mut Bench) {
         .baseline(format!("(a) {}", time(a)))
         .ratio("c/a", c.as_secs_f64() / a.as_secs_f64())
         .target("median ≤ 25 µs", c <= Duration::from_micros(25)),
+    );
+    let c_floor = c.as_secs_f64() / floor.as_secs_f64();
+    bench.rows.push(
+        Row::new(
+            "isolation",
+            "(e) the floor: a 64-byte ping-pong over a Unix socket between two processes, each blocked in `read`",
+            time(floor),
+        )
+        .baseline(format!("(c) {}", time(c)))
+        .ratio("c/e", c_floor)
+        .target("c/e ≤ 1.5", c_floor <= 1.5),
     );
     bench.rows.push(
         Row::new(

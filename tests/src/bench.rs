@@ -720,6 +720,63 @@ pub mod isolation {
         session_with(Session::builder(cwd).isolation(isolation), plugin)
     }
 
+    /// The floor of any isolated call: one small message to another process and its answer,
+    /// over a Unix stream socket, each side blocked in `read` (two thread wake-ups per round
+    /// trip, no runtime, no framing, no serialisation). The other side is
+    /// [`serve_ping_pong`], in a child process.
+    pub struct PingPong {
+        stream: std::os::unix::net::UnixStream,
+        child: std::process::Child,
+        _dir: tempfile::TempDir,
+    }
+
+    /// The size of each ping and pong: about an isolated call's request.
+    const PING_BYTES: usize = 64;
+
+    impl PingPong {
+        /// Start `command` (which must run [`serve_ping_pong`] on the path it is given in
+        /// `env`) and connect to it.
+        pub fn start(mut command: Command, env: &str) -> std::io::Result<Self> {
+            let dir = tempfile::tempdir()?;
+            let path = dir.path().join("ping.sock");
+            let listener = std::os::unix::net::UnixListener::bind(&path)?;
+            let child = command.env(env, &path).stdin(Stdio::null()).spawn()?;
+            let (stream, _) = listener.accept()?;
+            Ok(Self {
+                stream,
+                child,
+                _dir: dir,
+            })
+        }
+
+        /// One ping and its pong.
+        pub fn round_trip(&mut self) -> std::io::Result<()> {
+            use std::io::{Read, Write};
+            let mut buffer = [7u8; PING_BYTES];
+            self.stream.write_all(&buffer)?;
+            self.stream.read_exact(&mut buffer)
+        }
+    }
+
+    impl Drop for PingPong {
+        fn drop(&mut self) {
+            let _ = self.stream.shutdown(std::net::Shutdown::Both);
+            let _ = self.child.wait();
+        }
+    }
+
+    /// The child side of [`PingPong`]: answer every ping on the socket at `path` until it
+    /// closes.
+    pub fn serve_ping_pong(path: &Path) -> std::io::Result<()> {
+        use std::io::{Read, Write};
+        let mut stream = std::os::unix::net::UnixStream::connect(path)?;
+        let mut buffer = [0u8; PING_BYTES];
+        while stream.read_exact(&mut buffer).is_ok() {
+            stream.write_all(&buffer)?;
+        }
+        Ok(())
+    }
+
     /// `xcsh-plugins --no-default-dirs --plugin <dir> --isolation <mode> list`, as a user runs
     /// it.
     pub fn list(cli: &Path, dir: &Path, isolation: Isolation) -> std::io::Result<Output> {
