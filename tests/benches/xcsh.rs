@@ -209,6 +209,9 @@ fn main() {
     if wanted("ast_edit") {
         bench_ast_edit(&mut bench);
     }
+    if wanted("sizes") {
+        bench_sizes(&mut bench);
+    }
     let table = render(&bench, started.elapsed());
     std::fs::write(out.join("table.md"), &table).unwrap();
     println!("\n{table}");
@@ -600,6 +603,44 @@ fn bench_load(bench: &mut Bench) {
         source.file_name().unwrap().to_string_lossy(),
         kib(size_kib)
     ));
+}
+
+/// What ships, on disk: the release `xcsh-plugins` against the `ast-grep` binary (the same
+/// grammars, TLA+ aside), and the sample plugin.
+fn bench_sizes(bench: &mut Bench) {
+    let artifacts = release_artifacts();
+    let size = |path: &Path| std::fs::metadata(path).unwrap().len();
+    let mib = |bytes: u64| format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0));
+    let cli = size(&artifacts.cli());
+    let mut row = Row::new("sizes", "`target/release/xcsh-plugins` on disk", mib(cli));
+    match xcsh_integration_tests::ast_grep_cli() {
+        Ok(ast_grep) => {
+            let reference = size(&ast_grep.canonicalize().unwrap_or(ast_grep));
+            row = row
+                .baseline(format!("`ast-grep` binary {}", mib(reference)))
+                .ratio("xcsh-plugins/ast-grep", cli as f64 / reference as f64)
+                .target("≤ the ast-grep binary", cli <= reference);
+        }
+        Err(why) => bench
+            .notes
+            .push(format!("sizes: no ast-grep binary to compare with: {why}")),
+    }
+    bench.rows.push(row);
+    let host = size(&artifacts.plugin_host());
+    bench.rows.push(Row::new(
+        "sizes",
+        "`target/release/xcsh-plugin-host` on disk",
+        mib(host),
+    ));
+    let sample = size(&artifacts.plugin("batch-rename"));
+    bench.rows.push(
+        Row::new(
+            "sizes",
+            "the sample plugin `libbatch_rename.so` on disk",
+            mib(sample),
+        )
+        .target("≤ 1.5 MB", sample <= 1_500_000),
+    );
 }
 
 fn bench_store(bench: &mut Bench) {
