@@ -13,8 +13,6 @@
 //! Nothing here knows about sessions or tools: the output is a [`PluginLibrary`], whose
 //! factory the session runs (see the `plugin_abi` module).
 
-// The layout and tool-definition caches that read it land in the next commits.
-#[allow(dead_code)]
 pub(crate) mod cache;
 pub mod discovery;
 mod error;

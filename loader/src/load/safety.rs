@@ -94,7 +94,6 @@ impl FileStamp {
     /// The stamp as a cache key: equal keys mean the same file object with the same size,
     /// times and links. A rewrite in place moves the change time (which the owner cannot set
     /// back), a replacement by rename is another inode.
-    #[allow(dead_code)] // Read by `cache` (the caches that use it land next).
     pub(crate) fn key(&self) -> String {
         let modified = self
             .modified
