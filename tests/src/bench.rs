@@ -715,16 +715,22 @@ pub mod isolation {
 
     use super::calls::session_with;
 
-    /// A session that loads exactly `plugin` in `isolation` (default settings otherwise).
+    /// A session that loads exactly `plugin` in `isolation` (default settings otherwise),
+    /// starting its process at build time: without the definitions cache (which would defer
+    /// it, and is the user's).
     pub fn session(cwd: &Path, plugin: &Path, isolation: Isolation) -> Result<Session, String> {
-        session_with(Session::builder(cwd).isolation(isolation), plugin)
+        session_with(
+            Session::builder(cwd)
+                .isolation(isolation)
+                .definitions_cache(false),
+            plugin,
+        )
     }
 
     /// Where `list` keeps plugins' tool definitions.
     #[derive(Debug, Clone, Copy)]
     pub enum DefinitionsCache<'a> {
-        /// `--no-cache`: every plugin process starts (and the handshakes are written to the
-        /// directory).
+        /// `--no-cache`: every plugin process starts, and the directory is not used.
         Off(&'a Path),
         /// The cache in this directory (`XCSH_CACHE_DIR`): an empty one is cold, one a
         /// `list` of the same plugins filled is warm.

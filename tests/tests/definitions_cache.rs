@@ -253,11 +253,14 @@ async fn a_cached_plugin_starts_no_process_until_one_of_its_tools_is_called() {
     assert_eq!(version_and_pid(&text(&again)), (1, child));
     server.stop().await;
 
-    // `--no-cache` starts it at once, cache or not.
+    // `--no-cache` starts it at once, cache or not, and leaves the cache alone.
+    let written = inode(&entry);
     let server = scratch.mcp(&file, &["--no-cache"], ()).await;
     let pid = server.child.id().unwrap();
     assert_eq!(children(pid).len(), 1, "--no-cache started no process");
     server.stop().await;
+    assert_eq!(inode(&entry), written, "--no-cache wrote the cache");
+    assert_eq!(scratch.entries(), [entry]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -431,18 +434,43 @@ async fn a_cached_plugin_rebuilt_before_its_first_call_serves_its_new_version() 
     server.stop().await;
 }
 
-#[test]
-fn a_lazily_started_process_that_crashes_is_a_tool_error_and_is_restarted() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lazily_started_process_that_crashes_is_a_tool_error_and_is_restarted() {
     let scratch = Scratch::new();
     let file = plugin("fixture-crash").canonicalize().unwrap();
     let warm = scratch.run("list", &file, &[]);
     assert!(warm.status.success(), "{}", all_text(&warm));
     assert_eq!(scratch.entries().len(), 1);
+
+    // `call`: the process starts at the call, and its crash is the call's error.
     let output = scratch.run("call", &file, &["segfault"]);
     let all = all_text(&output);
     assert_eq!(output.status.code(), Some(1), "{all}");
+    assert!(all.contains(&file.display().to_string()), "{all}");
     assert!(all.contains("tool \"segfault\""), "{all}");
     assert!(all.contains("SIGSEGV"), "{all}");
+
+    // In a session: the next call after the crash starts a fresh process.
+    let server = scratch.mcp(&file, &[], ()).await;
+    let host = server.child.id().unwrap();
+    assert_eq!(children(host), Vec::<u32>::new());
+    let crashed = server.call("segfault", json!({})).await;
+    assert_eq!(crashed.is_error, Some(true), "{}", text(&crashed));
+    assert!(text(&crashed).contains("SIGSEGV"), "{}", text(&crashed));
+    let answer = server.call("pid", json!({})).await;
+    assert_ne!(answer.is_error, Some(true), "{}", text(&answer));
+    let pid: u32 = text(&answer).trim().parse().unwrap();
+    assert_eq!(children(host), [pid]);
+    server.stop().await;
+}
+
+#[test]
+fn in_process_nothing_is_cached() {
+    let scratch = Scratch::new();
+    let file = scratch.install("fixture-reload-v1", "tools");
+    let output = scratch.run("list", &file, &["--isolation", "in-process"]);
+    assert!(output.status.success(), "{}", all_text(&output));
+    assert_eq!(scratch.entries(), Vec::<PathBuf>::new());
 }
 
 #[test]
@@ -464,6 +492,11 @@ fn check_learns_the_tools_from_the_process_whatever_the_cache_holds() {
     let all = all_text(&output);
     assert!(output.status.success(), "{all}");
     assert!(all.contains("reload_version"), "{all}");
+    assert_eq!(
+        cached_tools(&entry),
+        Vec::<String>::new(),
+        "check wrote the cache"
+    );
     // `--no-cache` is where it changes something, and only there.
     let output = Command::new(artifacts().cli())
         .args(["check", "--no-cache"])

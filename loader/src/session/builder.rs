@@ -105,10 +105,10 @@ impl SessionBuilder {
     /// directory and sandbox) passes every check at build time but starts no process: its
     /// tools are registered from the cache, and its process starts at the first call of one
     /// of them, whose handshake is authoritative (other definitions replace the cached ones,
-    /// and [`Session::tools_generation`] moves on when the tools changed). Off, or on a miss,
-    /// every plugin's process starts at build time, as before; each successful handshake is
-    /// remembered either way. The cache lives under `$XCSH_CACHE_DIR`, else
-    /// `$XDG_CACHE_HOME/xcsh-plugins`, else `~/.cache/xcsh-plugins`.
+    /// and [`Session::tools_generation`] moves on when the tools changed). On a miss every
+    /// plugin's process starts at build time, as before, and its handshake is remembered
+    /// (reloads too). Off, the cache is neither read nor written. It lives under
+    /// `$XCSH_CACHE_DIR`, else `$XDG_CACHE_HOME/xcsh-plugins`, else `~/.cache/xcsh-plugins`.
     #[must_use]
     pub fn definitions_cache(mut self, use_cache: bool) -> Self {
         self.definitions_cache = use_cache;
@@ -350,12 +350,7 @@ impl SessionBuilder {
                     .iter()
                     .map(|candidate| {
                         watch(&mut session, candidate);
-                        settings.start(
-                            &mut loader,
-                            candidate,
-                            &mut session.load_errors,
-                            self.definitions_cache,
-                        )
+                        settings.start(&mut loader, candidate, &mut session.load_errors, true)
                     })
                     .collect();
                 for starting in started {
@@ -405,9 +400,13 @@ impl SessionBuilder {
             .ok();
         let host = find_plugin_host(self.plugin_host.as_ref());
         // Keyed on the sandbox without the temporary directory, which is new in each session.
-        let definitions = host.as_ref().ok().and_then(|host| {
-            DefinitionsCache::for_session(host, &session.cwd, &sandbox, session.sink.is_some())
-        });
+        let definitions = host
+            .as_ref()
+            .ok()
+            .filter(|_| self.definitions_cache)
+            .and_then(|host| {
+                DefinitionsCache::for_session(host, &session.cwd, &sandbox, session.sink.is_some())
+            });
         let temp_dir = session.temp_dir.as_ref().map(|dir| dir.path().to_owned());
         sandbox.writable.extend(temp_dir.clone());
         ProcessSettings {

@@ -38,7 +38,8 @@ pub(super) struct ProcessSettings {
     pub(super) cwd: PathBuf,
     /// Where the session's pushes and plugin log lines go.
     pub(super) links: SessionLinks,
-    /// Where handshakes are remembered; `None` when the session caches nothing.
+    /// Where handshakes are remembered; `None` when the session uses no cache
+    /// ([`super::SessionBuilder::definitions_cache`], or nothing can be cached).
     pub(super) definitions: Option<DefinitionsCache>,
 }
 

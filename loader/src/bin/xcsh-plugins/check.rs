@@ -133,7 +133,8 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
             .default_dirs(false)
             .plugin(&path)
             .isolation(host.isolation)
-            // A check starts the plugin's process, whatever the cache knows.
+            // A check starts the plugin's process, whatever the cache knows, and leaves it
+            // alone.
             .definitions_cache(false);
         let session = host.sandbox.apply(builder).build();
         isolation = session

@@ -120,7 +120,7 @@ pub struct ReloadArg {
 /// Whether plugins' tool definitions may come from the user's cache.
 #[derive(Debug, Default, Clone, Args)]
 pub struct CacheArg {
-    /// Start every plugin's process now to learn its tools, instead of taking them from the
+    /// Start every plugin's process now to learn its tools, and neither read nor write the
     /// cache of earlier runs (by default, under process isolation, a plugin whose definitions
     /// are cached for this very file starts at the first call of one of its tools).
     #[arg(long)]
