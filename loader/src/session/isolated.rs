@@ -282,8 +282,7 @@ impl Session {
             }
             Err(error) => {
                 // Its tools go: the process may not run them.
-                let mut plugin = self.plugins().into_iter().find(|p| p.path == path);
-                if let Some(plugin) = plugin.take() {
+                if let Some(plugin) = self.plugins().into_iter().find(|p| p.path == path) {
                     self.replace_plugin(plugin, Vec::new(), None);
                 }
                 return Err(error.to_string());
