@@ -117,6 +117,16 @@ pub const CALL_ABANDONED: &str = "the call was abandoned";
 /// killed after the grace period.
 pub const PLUGIN_PROCESS_STOPPED: &str = "its plugin process was stopped";
 
+/// A tool error: the session registered `name` from the definitions cache, and the plugin's
+/// process, once started, no longer offers it.
+pub fn tool_withdrawn(name: &str, path: &Path) -> String {
+    format!(
+        "Tool \"{name}\" is no longer offered by plugin {}: its process reports other tools \
+         than the session had registered (the session's tool list was updated)",
+        path.display()
+    )
+}
+
 /// A tool error: the plugin's process ended while it ran `tool`; `cause` is
 /// `killed by SIGSEGV`, `exited with status 7`, ...
 pub fn plugin_crashed(path: &Path, tool: &str, cause: &str) -> String {

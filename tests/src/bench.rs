@@ -715,9 +715,16 @@ pub mod isolation {
 
     use super::calls::session_with;
 
-    /// A session that loads exactly `plugin` in `isolation` (default settings otherwise).
+    /// A session that loads exactly `plugin` in `isolation` (default settings otherwise),
+    /// starting its process at build time: without the definitions cache (which would defer
+    /// it, and is the user's).
     pub fn session(cwd: &Path, plugin: &Path, isolation: Isolation) -> Result<Session, String> {
-        session_with(Session::builder(cwd).isolation(isolation), plugin)
+        session_with(
+            Session::builder(cwd)
+                .isolation(isolation)
+                .definitions_cache(false),
+            plugin,
+        )
     }
 
     /// The floor of any isolated call: one small message to another process and its answer,
@@ -777,13 +784,38 @@ pub mod isolation {
         Ok(())
     }
 
-    /// `xcsh-plugins --no-default-dirs --plugin <dir> --isolation <mode> list`, as a user runs
-    /// it.
-    pub fn list(cli: &Path, dir: &Path, isolation: Isolation) -> std::io::Result<Output> {
-        Command::new(cli)
-            .args(["--no-default-dirs", "--plugin"])
+    /// Where `list` keeps plugins' tool definitions.
+    #[derive(Debug, Clone, Copy)]
+    pub enum DefinitionsCache<'a> {
+        /// `--no-cache`: every plugin process starts, and the directory is not used.
+        Off(&'a Path),
+        /// The cache in this directory (`XCSH_CACHE_DIR`): an empty one is cold, one a
+        /// `list` of the same plugins filled is warm.
+        In(&'a Path),
+    }
+
+    /// `xcsh-plugins list --no-default-dirs --plugin <dir> --isolation <mode>`, as a user runs
+    /// it, with its definitions cache in a directory of the benchmark's (never the user's).
+    pub fn list(
+        cli: &Path,
+        dir: &Path,
+        isolation: Isolation,
+        cache: DefinitionsCache<'_>,
+    ) -> std::io::Result<Output> {
+        let mut command = Command::new(cli);
+        command
+            .args(["list", "--no-default-dirs", "--plugin"])
             .arg(dir)
-            .args(["--isolation", isolation.as_str(), "list"])
+            .args(["--isolation", isolation.as_str()]);
+        let cache_dir = match cache {
+            DefinitionsCache::Off(cache_dir) => {
+                command.arg("--no-cache");
+                cache_dir
+            }
+            DefinitionsCache::In(cache_dir) => cache_dir,
+        };
+        command
+            .env("XCSH_CACHE_DIR", cache_dir)
             .stdin(Stdio::null())
             .stderr(Stdio::null())
             .output()

@@ -55,9 +55,19 @@ impl<H: ClientHandler> McpServerProcess<H> {
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
+        Self::start_with_env(args, handler, Vec::new()).await
+    }
+
+    /// [`Self::start_with_handler`] with these environment variables set for the server.
+    pub async fn start_with_env<I, S>(args: I, handler: H, env: Vec<(OsString, OsString)>) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
         let mut child = tokio::process::Command::new(artifacts().cli())
             .args(args.into_iter().map(Into::into))
             .arg("mcp")
+            .envs(env)
             .env(
                 "XCSH_LOG",
                 "xcsh_loader::mcp=info,xcsh_loader::session=info",

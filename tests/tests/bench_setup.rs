@@ -140,9 +140,20 @@ async fn the_isolation_benchmarks_can_run() {
         let session =
             isolation::session(cwd.path(), &artifacts.plugin("fixture-bench"), mode).unwrap();
         assert_eq!(calls::call_echo(&session).await.text(), calls::ECHO_TEXT);
-        let output =
-            isolation::list(&artifacts.cli(), &artifacts.plugin("fixture-bench"), mode).unwrap();
-        assert!(output.status.success());
+        let cache = tempfile::tempdir().unwrap();
+        for cache in [
+            isolation::DefinitionsCache::Off(cache.path()),
+            isolation::DefinitionsCache::In(cache.path()),
+        ] {
+            let output = isolation::list(
+                &artifacts.cli(),
+                &artifacts.plugin("fixture-bench"),
+                mode,
+                cache,
+            )
+            .unwrap();
+            assert!(output.status.success());
+        }
     }
     let crash = artifacts.plugin("fixture-crash");
     let session = isolation::session(cwd.path(), &crash, Isolation::Process).unwrap();

@@ -4,6 +4,10 @@
 //! A child that dies makes the running calls tool errors naming the plugin file, the tool and
 //! the cause; the next call starts a fresh child from the same checked descriptor. Three
 //! crashes within a minute disable the plugin for the session.
+//!
+//! A plugin whose tool definitions came from the definitions cache ([`deferred`]) has no child
+//! until a call needs one: its first child starts then, and its handshake ([`Definitions`],
+//! kept for the session to compare with what it registered) is authoritative.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -11,12 +15,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use xcsh_plugin_api::AgentToolResult;
 
 pub(crate) use super::connection::SessionLinks;
 use super::connection::{background, CallEnd, Connection, Hello, Launch};
-use super::protocol::HostMessage;
+use super::protocol::{HostMessage, ToolDefinition};
 use super::GRACE_PERIOD;
 use crate::load::open::still_as_checked;
 use crate::load::{CheckedFile, LoadError, LoadErrorKind};
@@ -31,6 +36,28 @@ use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpe
 const CRASH_WINDOW: Duration = Duration::from_secs(60);
 /// This many crashes within [`CRASH_WINDOW`] disable the plugin for the session.
 const CRASH_LIMIT: usize = 3;
+
+/// What a plugin's child reports at its handshake: what a session registers the plugin with,
+/// and what the definitions cache keeps for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Definitions {
+    /// The `xcsh-plugin-api` version it loaded, as the child spelled it.
+    pub(crate) api_version: String,
+    /// Its tools, in its order.
+    pub(crate) tools: Vec<ToolDefinition>,
+    /// What its sandbox enforces; `None` from a child started without one.
+    pub(crate) confinement: Option<Confinement>,
+}
+
+impl From<Hello> for Definitions {
+    fn from(hello: Hello) -> Self {
+        Definitions {
+            api_version: hello.api_version,
+            tools: hello.tools,
+            confinement: hello.confinement,
+        }
+    }
+}
 
 /// A child being started at build time; [`Starting::finish`] waits for its handshake.
 pub(crate) struct Starting {
@@ -98,16 +125,82 @@ impl Starting {
             return Err(LoadError::new(&path, LoadErrorKind::ChangedWhileLoading));
         }
         let current_ended = Arc::new(Mutex::new(Some(connection.ended_signal())));
-        let plugin = Arc::new(IsolatedPlugin {
+        let definitions = Definitions::from(hello);
+        let plugin = PluginProcess(Arc::new(IsolatedPlugin {
             launch: self.launch,
             current_ended,
             current: tokio::sync::Mutex::new(Some(connection)),
             crashes: Mutex::new(Vec::new()),
             running: Mutex::new(HashMap::new()),
-        });
-        let tools = hello
-            .tools
-            .into_iter()
+            definitions: Mutex::new(Some(definitions.clone())),
+            unstarted: Mutex::new(None),
+        }));
+        Ok(Handshake {
+            tools: plugin.tools(&definitions.tools),
+            definitions,
+        })
+    }
+}
+
+/// What a started child reported, and its tools as the session runs them.
+pub(crate) struct Handshake {
+    pub(crate) definitions: Definitions,
+    pub(crate) tools: Vec<IsolatedTool>,
+}
+
+/// An isolated plugin registered from cached `definitions`: nothing starts now. Its first
+/// child starts when a call needs it, from the checked `descriptor` of `file` (and is
+/// refused if the file was written since it was checked); [`PluginProcess::handshake`]
+/// then gives what that child reported.
+#[allow(clippy::too_many_arguments)] // The same launch as `start`, plus the definitions.
+pub(crate) fn deferred(
+    host_binary: PathBuf,
+    file: &CheckedFile,
+    descriptor: File,
+    cwd: &Path,
+    session: SessionLinks,
+    sandbox: SandboxPolicy,
+    temp_dir: Option<PathBuf>,
+    definitions: &Definitions,
+) -> (PluginProcess, Vec<IsolatedTool>) {
+    let plugin = PluginProcess(Arc::new(IsolatedPlugin {
+        launch: Launch {
+            host_binary,
+            path: file.path().to_owned(),
+            descriptor: Arc::new(descriptor),
+            cwd: cwd.to_owned(),
+            links: session,
+            sandbox,
+            temp_dir,
+        },
+        current_ended: Arc::new(Mutex::new(None)),
+        current: tokio::sync::Mutex::new(None),
+        crashes: Mutex::new(Vec::new()),
+        running: Mutex::new(HashMap::new()),
+        definitions: Mutex::new(None),
+        unstarted: Mutex::new(Some(file.clone())),
+    }));
+    let tools = plugin.tools(&definitions.tools);
+    (plugin, tools)
+}
+
+/// One isolated plugin library of a session, whatever its tools are: the handle the session
+/// keeps on a plugin registered from the definitions cache.
+#[derive(Clone)]
+pub(crate) struct PluginProcess(Arc<IsolatedPlugin>);
+
+impl PluginProcess {
+    /// The plugin's canonical path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.0.launch.path
+    }
+
+    /// Tools served by this plugin's processes, as `definitions` describe them.
+    pub(crate) fn tools(&self, definitions: &[ToolDefinition]) -> Vec<IsolatedTool> {
+        let path = &self.0.launch.path;
+        definitions
+            .iter()
+            .cloned()
             .map(|def| IsolatedTool {
                 spec: ToolSpec {
                     name: def.name,
@@ -119,23 +212,30 @@ impl Starting {
                     hints: def.hints.into(),
                     origin: ToolOrigin::Plugin(path.clone()),
                 },
-                plugin: Arc::clone(&plugin),
+                plugin: Arc::clone(&self.0),
             })
-            .collect();
-        Ok(Handshake {
-            api_version: hello.api_version,
-            tools,
-            confinement: hello.confinement,
+            .collect()
+    }
+
+    /// What [`crate::Session::close`] waits on for this plugin.
+    pub(crate) fn children_gone(&self) -> ChildrenGone {
+        ChildrenGone {
+            plugin: Arc::downgrade(&self.0),
+            current: Arc::clone(&self.0.current_ended),
+        }
+    }
+
+    /// The handshake of the running child, starting one if none runs (a crashed child's
+    /// successor reports anew). `Err` is why no child could serve.
+    pub(crate) async fn handshake(&self) -> Result<Definitions, String> {
+        self.0.connection().await?;
+        lock(&self.0.definitions).clone().ok_or_else(|| {
+            format!(
+                "Plugin {}: its process gave no handshake",
+                self.0.launch.path.display()
+            )
         })
     }
-}
-
-/// What a started child reported.
-pub(crate) struct Handshake {
-    pub(crate) api_version: String,
-    pub(crate) tools: Vec<IsolatedTool>,
-    /// What its sandbox enforces; `None` from a child started without one.
-    pub(crate) confinement: Option<Confinement>,
 }
 
 /// Waits until an isolated plugin's current process has exited and its output was logged.
@@ -172,6 +272,11 @@ struct IsolatedPlugin {
     current: tokio::sync::Mutex<Option<Arc<Connection>>>,
     crashes: Mutex<Vec<Instant>>,
     running: Mutex<HashMap<String, RunningCall>>,
+    /// What the latest child reported at its handshake (`None` before the first).
+    definitions: Mutex<Option<Definitions>>,
+    /// The checked file of a plugin registered from the cache, until its first child
+    /// started: that child must have mapped what was checked.
+    unstarted: Mutex<Option<CheckedFile>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -226,7 +331,19 @@ impl IsolatedPlugin {
             .spawn(Connection::start(launch))
             .await
             .map_err(|e| e.to_string())?;
-        let (connection, _hello) = started.map_err(|error| error.to_string())?;
+        let (connection, hello) = started.map_err(|error| error.to_string())?;
+        let unstarted = lock(&self.unstarted).clone();
+        if let Some(file) = unstarted {
+            if !still_as_checked(&file) {
+                drop(connection);
+                return Err(
+                    LoadError::new(&self.launch.path, LoadErrorKind::ChangedWhileLoading)
+                        .to_string(),
+                );
+            }
+            *lock(&self.unstarted) = None;
+        }
+        *lock(&self.definitions) = Some(Definitions::from(hello));
         *lock(&self.current_ended) = Some(connection.ended_signal());
         *current = Some(Arc::clone(&connection));
         Ok(connection)

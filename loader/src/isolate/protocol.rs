@@ -36,8 +36,9 @@ pub(crate) fn codec() -> LengthDelimitedCodec {
         .new_codec()
 }
 
-/// One tool's static description, as the child reports it at the handshake.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// One tool's static description, as the child reports it at the handshake (and as the
+/// definitions cache keeps it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ToolDefinition {
     pub name: String,
     pub label: String,
@@ -51,7 +52,7 @@ pub(crate) struct ToolDefinition {
 }
 
 /// A tool's behaviour hints on the wire (see `ToolHints`).
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Hints {
     pub read_only: Option<bool>,
     pub destructive: Option<bool>,

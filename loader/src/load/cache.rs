@@ -108,6 +108,35 @@ impl PrivateCache {
     }
 }
 
+impl PrivateCache {
+    /// Remove the entries of `kind` last written more than `age` ago (best effort): entries
+    /// for plugin files long rebuilt or removed would otherwise pile up. An entry still in
+    /// use is written again by the next miss.
+    pub(crate) fn prune(&self, kind: &str, age: std::time::Duration) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let prefix = format!("{kind}-");
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let is_entry = name.to_str().is_some_and(|name| {
+                name.strip_prefix(&prefix).is_some_and(|digest| {
+                    digest.len() == 32 && digest.bytes().all(|b| b.is_ascii_hexdigit())
+                })
+            });
+            let old = entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|written| written.elapsed().ok())
+                .is_some_and(|elapsed| elapsed > age);
+            if is_entry && old {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
 /// The build of the host this code is part of, as a cache key: the loader's version and the
 /// identity of the file its code was mapped from (the executable, or the Node addon; found in
 /// `/proc/self/maps` by the address of this function, elsewhere the executable). Any rebuild
@@ -230,6 +259,28 @@ mod tests {
             entry.metadata().unwrap().permissions().mode() & 0o777,
             0o600
         );
+    }
+
+    #[test]
+    fn prune_removes_only_old_entries_of_its_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = PrivateCache::in_dir(dir.path().join("cache"));
+        cache.put("t", "old", &1u32);
+        cache.put("t", "new", &2u32);
+        cache.put("other", "old", &3u32);
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for path in [cache.path("t", "old"), cache.path("other", "old")] {
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_modified(long_ago)
+                .unwrap();
+        }
+        cache.prune("t", std::time::Duration::from_secs(60));
+        assert_eq!(cache.get::<u32>("t", "old"), None);
+        assert_eq!(cache.get::<u32>("t", "new"), Some(2));
+        assert_eq!(cache.get::<u32>("other", "old"), Some(3));
     }
 
     #[test]

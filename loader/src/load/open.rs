@@ -112,6 +112,11 @@ impl CheckedFile {
         &self.path
     }
 
+    /// The identity of the object that was checked, as it was when it was checked.
+    pub(crate) fn stamp(&self) -> FileStamp {
+        self.stamp
+    }
+
     /// The SHA-256 of the file's content, lowercase hex. The first call reads the content
     /// and pins it: from then on, loading this file loads exactly the bytes that were hashed.
     pub fn sha256(&self) -> Result<&str, LoadError> {

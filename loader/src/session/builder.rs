@@ -20,6 +20,8 @@ use crate::sys::sandbox::{SandboxPolicy, DEFAULT_MAX_OPEN_FILES, DEFAULT_MEMORY_
 use crate::tool::Tool;
 
 #[cfg(target_os = "linux")]
+use super::definitions::DefinitionsCache;
+#[cfg(target_os = "linux")]
 use super::isolated::ProcessSettings;
 use super::reload::Watch;
 use super::Session;
@@ -50,6 +52,8 @@ pub struct SessionBuilder {
     require_sandbox: bool,
     /// Pick up plugin files that change while the session runs.
     reload: bool,
+    /// Register isolated plugins from the definitions cache when it has them.
+    definitions_cache: bool,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -92,7 +96,23 @@ impl SessionBuilder {
             },
             require_sandbox: false,
             reload: true,
+            definitions_cache: true,
         }
+    }
+
+    /// Under process isolation, use the user's cache of plugins' tool definitions (default:
+    /// yes). A plugin whose definitions are cached (for this very file, host build, working
+    /// directory and sandbox) passes every check at build time but starts no process: its
+    /// tools are registered from the cache, and its process starts at the first call of one
+    /// of them, whose handshake is authoritative (other definitions replace the cached ones,
+    /// and [`Session::tools_generation`] moves on when the tools changed). On a miss every
+    /// plugin's process starts at build time, as before, and its handshake is remembered
+    /// (reloads too). Off, the cache is neither read nor written. It lives under
+    /// `$XCSH_CACHE_DIR`, else `$XDG_CACHE_HOME/xcsh-plugins`, else `~/.cache/xcsh-plugins`.
+    #[must_use]
+    pub fn definitions_cache(mut self, use_cache: bool) -> Self {
+        self.definitions_cache = use_cache;
+        self
     }
 
     /// Reload a plugin whose file changes while the session runs (default: yes). Under process
@@ -285,6 +305,8 @@ impl SessionBuilder {
             #[cfg(target_os = "linux")]
             children: Default::default(),
             #[cfg(target_os = "linux")]
+            deferred: Default::default(),
+            #[cfg(target_os = "linux")]
             temp_dir: None,
         };
         for tool in std::mem::take(&mut self.builtins) {
@@ -325,7 +347,7 @@ impl SessionBuilder {
                     .iter()
                     .map(|candidate| {
                         watch(&mut session, candidate);
-                        settings.start(&mut loader, candidate, &mut session.load_errors)
+                        settings.start(&mut loader, candidate, &mut session.load_errors, true)
                     })
                     .collect();
                 for starting in started {
@@ -373,10 +395,20 @@ impl SessionBuilder {
                 );
             })
             .ok();
+        let host = find_plugin_host(self.plugin_host.as_ref());
+        // Keyed on the sandbox without the temporary directory, which is new in each session.
+        let definitions = host
+            .as_ref()
+            .ok()
+            .filter(|_| self.definitions_cache)
+            .and_then(|host| {
+                DefinitionsCache::for_session(host, &session.cwd, &sandbox, session.sink.is_some())
+            });
         let temp_dir = session.temp_dir.as_ref().map(|dir| dir.path().to_owned());
         sandbox.writable.extend(temp_dir.clone());
         ProcessSettings {
-            host: find_plugin_host(self.plugin_host.as_ref()),
+            host,
+            definitions,
             sandbox,
             temp_dir,
             require_sandbox: self.require_sandbox,

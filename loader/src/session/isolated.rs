@@ -2,10 +2,18 @@
 //! built and again when a changed plugin file is reloaded: check and trust the file, start
 //! the child on its checked content, then accept its handshake (the sandbox it got, the API
 //! version it loaded, its tools).
+//!
+//! At build time a plugin whose definitions are in the definitions cache (see the
+//! `definitions` module) gets every check but no process: its tools are registered from the
+//! cache, and its child starts at the first call of one of them ([`Session::settle_deferred`]),
+//! whose handshake then replaces the cached definitions if they differ.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::isolate::plugin::{ChildrenGone, Handshake, IsolatedTool, SessionLinks, Starting};
+use crate::isolate::plugin::{
+    ChildrenGone, Definitions, Handshake, IsolatedTool, PluginProcess, SessionLinks, Starting,
+};
 use crate::isolate::Isolation;
 use crate::load::discovery::Candidate;
 use crate::load::open::descriptor_for_child;
@@ -14,7 +22,8 @@ use crate::sandbox::Enforcement;
 use crate::sys::sandbox::SandboxPolicy;
 
 use super::builder::Loader;
-use super::LoadedPlugin;
+use super::definitions::DefinitionsCache;
+use super::{LoadedPlugin, Session};
 
 /// What every plugin process of one session is started with.
 pub(super) struct ProcessSettings {
@@ -29,31 +38,88 @@ pub(super) struct ProcessSettings {
     pub(super) cwd: PathBuf,
     /// Where the session's pushes and plugin log lines go.
     pub(super) links: SessionLinks,
+    /// Where handshakes are remembered; `None` when the session uses no cache
+    /// ([`super::SessionBuilder::definitions_cache`], or nothing can be cached).
+    pub(super) definitions: Option<DefinitionsCache>,
 }
 
-/// A plugin whose child started and passed the handshake.
+/// A plugin being started: its child, or its definitions from the cache.
+pub(super) enum Started {
+    /// A child was started; its handshake is remembered under the key, if any.
+    Child(Box<Starting>, Option<String>),
+    /// Nothing was started: the definitions cached under the key.
+    Cached {
+        process: PluginProcess,
+        tools: Vec<IsolatedTool>,
+        definitions: Definitions,
+        key: String,
+    },
+}
+
+/// A plugin whose child started and passed the handshake, or whose cached definitions passed
+/// the same checks.
 pub(super) struct Accepted {
     pub(super) plugin: LoadedPlugin,
     pub(super) tools: Vec<IsolatedTool>,
     /// What ends when its processes have exited; `None` when it offers no tool.
     pub(super) children: Option<ChildrenGone>,
+    /// Registered from the cache: its child has not started yet.
+    pub(super) deferred: Option<Deferred>,
+}
+
+/// A plugin registered from the definitions cache, until its first child's handshake was
+/// taken.
+pub(super) struct Deferred {
+    pub(super) process: PluginProcess,
+    /// What was registered.
+    pub(super) definitions: Definitions,
+    pub(super) key: String,
+    /// Set once the handshake was taken (held while it is being taken).
+    pub(super) settled: tokio::sync::Mutex<bool>,
 }
 
 impl ProcessSettings {
-    /// Check the candidate (and its trust) and start its child, without waiting for it.
+    /// Check the candidate (and its trust) and start its child, without waiting for it; or,
+    /// with `use_cache` and its definitions in the cache, take those and start nothing.
     pub(super) fn start(
         &self,
         loader: &mut Loader,
         candidate: &Candidate,
         errors: &mut Vec<LoadError>,
-    ) -> Result<Starting, LoadError> {
+        use_cache: bool,
+    ) -> Result<Started, LoadError> {
         let file = loader.check(candidate, errors)?;
+        // Headers and version marker: checked whether or not anything starts.
         let descriptor = descriptor_for_child(&file)?;
         let host = self
             .host
             .clone()
             .map_err(|cause| LoadError::new(file.path(), LoadErrorKind::PluginProcess { cause }))?;
-        crate::isolate::plugin::start(
+        let key = self.definitions.as_ref().map(|cache| cache.key(&file));
+        let cached = key
+            .as_ref()
+            .filter(|_| use_cache)
+            .zip(self.definitions.as_ref())
+            .and_then(|(key, cache)| cache.get(key));
+        if let (Some(definitions), Some(key)) = (cached, key.clone()) {
+            let (process, tools) = crate::isolate::plugin::deferred(
+                host,
+                &file,
+                descriptor,
+                &self.cwd,
+                self.links.clone(),
+                self.sandbox.clone(),
+                self.temp_dir.clone(),
+                &definitions,
+            );
+            return Ok(Started::Cached {
+                process,
+                tools,
+                definitions,
+                key,
+            });
+        }
+        let starting = crate::isolate::plugin::start(
             host,
             &file,
             descriptor,
@@ -61,18 +127,68 @@ impl ProcessSettings {
             self.links.clone(),
             self.sandbox.clone(),
             self.temp_dir.clone(),
-        )
+        )?;
+        Ok(Started::Child(Box::new(starting), key))
     }
 
-    /// Wait for a started child's handshake and accept it: its sandbox must be in force
-    /// (or only warned about), and the API version it reports must parse.
-    pub(super) fn accept(&self, starting: Starting) -> Result<Accepted, LoadError> {
-        let path = starting.path().to_owned();
-        let Handshake {
+    /// Wait for a started child's handshake (or take the cached one) and accept it: see
+    /// [`Self::admit`]. A child's handshake is then remembered in the cache.
+    pub(super) fn accept(&self, started: Started) -> Result<Accepted, LoadError> {
+        match started {
+            Started::Child(starting, key) => {
+                let path = starting.path().to_owned();
+                let Handshake { definitions, tools } = starting.finish()?;
+                let plugin = self.admit(&path, &definitions)?;
+                if let (Some(cache), Some(key)) = (&self.definitions, key) {
+                    cache.put(&key, &definitions);
+                }
+                Ok(Accepted {
+                    children: tools.first().map(IsolatedTool::children_gone),
+                    plugin,
+                    tools,
+                    deferred: None,
+                })
+            }
+            Started::Cached {
+                process,
+                tools,
+                definitions,
+                key,
+            } => {
+                let plugin = self.admit(process.path(), &definitions)?;
+                if tools.is_empty() {
+                    // Nothing to call: nothing will ever start.
+                    return Ok(Accepted {
+                        plugin,
+                        tools,
+                        children: None,
+                        deferred: None,
+                    });
+                }
+                Ok(Accepted {
+                    plugin,
+                    tools,
+                    children: Some(process.children_gone()),
+                    deferred: Some(Deferred {
+                        process,
+                        definitions,
+                        key,
+                        settled: tokio::sync::Mutex::new(false),
+                    }),
+                })
+            }
+        }
+    }
+
+    /// Whether a plugin may run with what its handshake reported: its sandbox must be in
+    /// force (or only warned about), and the API version it reports must parse. The plugin
+    /// as the session lists it.
+    fn admit(&self, path: &Path, definitions: &Definitions) -> Result<LoadedPlugin, LoadError> {
+        let Definitions {
             api_version,
-            tools,
             confinement,
-        } = starting.finish()?;
+            ..
+        } = definitions;
         let confined = confinement
             .as_ref()
             .is_some_and(|c| matches!(c.filesystem, Enforcement::Full | Enforcement::Partial));
@@ -80,31 +196,27 @@ impl ProcessSettings {
             if self.require_sandbox {
                 // Dropping its tools stops the process.
                 return Err(LoadError::new(
-                    &path,
+                    path,
                     LoadErrorKind::SandboxRequired { in_process: false },
                 ));
             }
-            tracing::warn!("{}", crate::messages::sandbox_unavailable_warning(&path));
+            tracing::warn!("{}", crate::messages::sandbox_unavailable_warning(path));
         }
         // The parent checked the marker before the child started; the child reports what it
         // loaded.
-        let Some(api_version) = xcsh_plugin_api::ffi::ApiVersion::parse(&api_version) else {
+        let Some(api_version) = xcsh_plugin_api::ffi::ApiVersion::parse(api_version) else {
             return Err(LoadError::new(
-                &path,
+                path,
                 LoadErrorKind::IncompatibleAbi {
                     cause: format!("its plugin process reported API version {api_version:?}"),
                 },
             ));
         };
-        Ok(Accepted {
-            children: tools.first().map(IsolatedTool::children_gone),
-            plugin: LoadedPlugin {
-                path,
-                api_version,
-                isolation: Isolation::Process,
-                sandbox: confinement,
-            },
-            tools,
+        Ok(LoadedPlugin {
+            path: path.to_owned(),
+            api_version,
+            isolation: Isolation::Process,
+            sandbox: confinement.clone(),
         })
     }
 
@@ -116,10 +228,79 @@ impl ProcessSettings {
     ) -> Result<Accepted, LoadError> {
         // A problem with the trust file itself is the error of this load.
         let mut errors = Vec::new();
-        let started = self.start(loader, candidate, &mut errors);
+        let started = self.start(loader, candidate, &mut errors, false);
         if let Some(error) = errors.into_iter().next() {
             return Err(error);
         }
         self.accept(started?)
+    }
+}
+
+impl Session {
+    /// Before a call of a tool of the plugin at `path`: if the plugin was registered from the
+    /// definitions cache and its handshake was not taken yet, start its child and take it.
+    /// When it reports other definitions than were registered, they replace the registered
+    /// ones (the tools generation moves on when the tools changed) and the cache entry.
+    /// Returns whether the plugin was settled by this call; `Err` is the call's answer (the
+    /// child could not start, or may not run), and the next call tries again.
+    pub(super) async fn settle_deferred(&self, path: &Path) -> Result<bool, String> {
+        let deferred = super::lock(&self.deferred).get(path).cloned();
+        let Some(deferred) = deferred else {
+            return Ok(false);
+        };
+        let mut settled = deferred.settled.lock().await;
+        if *settled {
+            return Ok(false);
+        }
+        let fresh = deferred.process.handshake().await?;
+        *settled = true;
+        {
+            let mut all = super::lock(&self.deferred);
+            if all.get(path).is_some_and(|d| Arc::ptr_eq(d, &deferred)) {
+                all.remove(path);
+            }
+        }
+        if fresh == deferred.definitions {
+            return Ok(true);
+        }
+        let settings = self.watch.processes.clone();
+        let admitted = match settings.as_deref() {
+            Some(settings) => settings.admit(path, &fresh),
+            None => Err(LoadError::new(
+                path,
+                LoadErrorKind::PluginProcess {
+                    cause: "this session starts no plugin processes".to_owned(),
+                },
+            )),
+        };
+        let (plugin, tools) = match admitted {
+            Ok(plugin) => {
+                if let Some(cache) = settings.as_ref().and_then(|s| s.definitions.as_ref()) {
+                    cache.put(&deferred.key, &fresh);
+                }
+                (plugin, deferred.process.tools(&fresh.tools))
+            }
+            Err(error) => {
+                // Its tools go: the process may not run them.
+                if let Some(plugin) = self.plugins().into_iter().find(|p| p.path == path) {
+                    self.replace_plugin(plugin, Vec::new(), None);
+                }
+                return Err(error.to_string());
+            }
+        };
+        tracing::info!(
+            "plugin {} reports other tool definitions than were cached; its handshake's \
+             replace them",
+            path.display()
+        );
+        let tools = tools
+            .into_iter()
+            .map(|tool| Arc::new(tool) as Arc<dyn crate::tool::Tool>)
+            .collect();
+        let (errors, _changed) = self.replace_plugin(plugin, tools, None);
+        for error in errors {
+            tracing::warn!("{error}");
+        }
+        Ok(true)
     }
 }

@@ -5,10 +5,13 @@
 //! against the tool's JSON Schema first; the tool only ever sees valid arguments.
 //!
 //! - `builder`: discovery and loading at build time; `isolated`: starting a plugin process;
+//! - `definitions`: the cache of isolated plugins' tool definitions (no process at build);
 //! - `registry`: the tools by name, an immutable snapshot swapped whole on a reload;
 //! - `reload`: picking up plugin files that change while the session runs.
 
 mod builder;
+#[cfg(target_os = "linux")]
+mod definitions;
 #[cfg(target_os = "linux")]
 mod isolated;
 mod registry;
@@ -74,6 +77,9 @@ pub struct Session {
     /// What ends when the session's plugin processes have exited (see [`Session::close`]).
     #[cfg(target_os = "linux")]
     children: Mutex<Vec<crate::isolate::plugin::ChildrenGone>>,
+    /// The plugins registered from the definitions cache whose child has not started yet.
+    #[cfg(target_os = "linux")]
+    deferred: Mutex<std::collections::HashMap<PathBuf, Arc<isolated::Deferred>>>,
     /// The plugin processes' private `TMPDIR`, removed when the session ends.
     #[cfg(target_os = "linux")]
     pub(super) temp_dir: Option<tempfile::TempDir>,
@@ -170,7 +176,14 @@ impl Session {
             plugin,
             tools,
             children,
+            deferred,
         } = accepted;
+        if let Some(deferred) = deferred {
+            self.deferred
+                .get_mut()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(plugin.path.clone(), Arc::new(deferred));
+        }
         self.children
             .get_mut()
             .unwrap_or_else(|p| p.into_inner())
@@ -348,6 +361,11 @@ impl Session {
             }
             Err(message) => return ToolOutcome::error(message),
         };
+        #[cfg(target_os = "linux")]
+        let registered = match self.settled(name, registered).await {
+            Ok(registered) => registered,
+            Err(message) => return ToolOutcome::error(message),
+        };
         if let Err(message) = validate(name, &registered.validator, &arguments) {
             return ToolOutcome::error(message);
         }
@@ -380,6 +398,28 @@ impl Session {
 }
 
 impl Session {
+    /// `registered` (the tool called `name`), once its plugin's handshake was taken if it was
+    /// registered from the definitions cache: then the tool as that handshake defines it
+    /// (its arguments are checked against that schema), or an error naming it when the
+    /// plugin no longer offers it.
+    #[cfg(target_os = "linux")]
+    async fn settled(
+        &self,
+        name: &str,
+        registered: Arc<registry::Registered>,
+    ) -> Result<Arc<registry::Registered>, String> {
+        let crate::tool::ToolOrigin::Plugin(path) = &registered.tool.spec().origin else {
+            return Ok(registered);
+        };
+        if !self.settle_deferred(path).await? {
+            return Ok(registered);
+        }
+        match self.registry().get(name) {
+            Some(fresh) => Ok(Arc::clone(fresh)),
+            None => Err(crate::messages::tool_withdrawn(name, path)),
+        }
+    }
+
     /// End the session: every action still pending gets its `reject` callback, newest first,
     /// with the reason [`crate::messages::SESSION_ENDED`], so each action ever pushed gets
     /// exactly one of `apply` or `reject`. Each callback is bounded by the session's default

@@ -299,7 +299,10 @@ impl Session {
             plugin,
             tools,
             children,
+            deferred: _,
         } = accepted;
+        // The content registered from the cache (if any) is replaced: never settled.
+        lock(&self.deferred).remove(&plugin.path);
         let api_version = plugin.api_version;
         let tools: Vec<Arc<dyn crate::tool::Tool>> = tools
             .into_iter()

@@ -132,7 +132,10 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
         let builder = Session::builder(&host.cwd)
             .default_dirs(false)
             .plugin(&path)
-            .isolation(host.isolation);
+            .isolation(host.isolation)
+            // A check starts the plugin's process, whatever the cache knows, and leaves it
+            // alone.
+            .definitions_cache(false);
         let session = host.sandbox.apply(builder).build();
         isolation = session
             .plugins()

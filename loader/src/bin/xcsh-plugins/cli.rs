@@ -117,6 +117,16 @@ pub struct ReloadArg {
     pub no_reload: bool,
 }
 
+/// Whether plugins' tool definitions may come from the user's cache.
+#[derive(Debug, Default, Clone, Args)]
+pub struct CacheArg {
+    /// Start every plugin's process now to learn its tools, and neither read nor write the
+    /// cache of earlier runs (by default, under process isolation, a plugin whose definitions
+    /// are cached for this very file starts at the first call of one of its tools).
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
 /// `--json`, for the commands whose result is a report.
 #[derive(Debug, Default, Clone, Args)]
 pub struct JsonArg {
@@ -134,6 +144,8 @@ pub struct SessionArgs {
     pub cwd: CwdArg,
     #[command(flatten)]
     pub sandbox: SandboxArgs,
+    #[command(flatten)]
+    pub cache: CacheArg,
 }
 
 /// `list`.
@@ -179,6 +191,7 @@ struct Slots<'a> {
     plugins: Option<&'a mut PluginArgs>,
     cwd: Option<&'a mut CwdArg>,
     sandbox: Option<&'a mut SandboxArgs>,
+    cache: Option<&'a mut CacheArg>,
     reload: Option<&'a mut ReloadArg>,
     output: Option<&'a mut JsonArg>,
 }
@@ -207,6 +220,7 @@ impl Command {
                 plugins: Some(&mut args.session.plugins),
                 cwd: Some(&mut args.session.cwd),
                 sandbox: Some(&mut args.session.sandbox),
+                cache: Some(&mut args.session.cache),
                 output: Some(&mut args.output),
                 ..Slots::default()
             },
@@ -214,6 +228,7 @@ impl Command {
                 plugins: Some(&mut args.session.plugins),
                 cwd: Some(&mut args.session.cwd),
                 sandbox: Some(&mut args.session.sandbox),
+                cache: Some(&mut args.session.cache),
                 output: Some(&mut args.output),
                 ..Slots::default()
             },
@@ -221,6 +236,7 @@ impl Command {
                 plugins: Some(&mut args.session.plugins),
                 cwd: Some(&mut args.session.cwd),
                 sandbox: Some(&mut args.session.sandbox),
+                cache: Some(&mut args.session.cache),
                 reload: Some(&mut args.reload),
                 output: Some(&mut args.output),
             },
@@ -228,6 +244,7 @@ impl Command {
                 plugins: Some(&mut args.session.plugins),
                 cwd: Some(&mut args.session.cwd),
                 sandbox: Some(&mut args.session.sandbox),
+                cache: Some(&mut args.session.cache),
                 reload: Some(&mut args.reload),
                 ..Slots::default()
             },
@@ -264,6 +281,7 @@ impl Cli {
             plugins,
             cwd,
             sandbox,
+            cache,
         } = early.session;
         merge(plugins, slots.plugins, &mut unused, |from, into| {
             into.plugins.splice(0..0, from.plugins);
@@ -279,6 +297,9 @@ impl Cli {
             into.require_sandbox |= from.require_sandbox;
             into.memory_limit = into.memory_limit.or(from.memory_limit);
             into.deny_network |= from.deny_network;
+        });
+        merge(cache, slots.cache, &mut unused, |from, into| {
+            into.no_cache |= from.no_cache;
         });
         merge(early.reload, slots.reload, &mut unused, |from, into| {
             into.no_reload |= from.no_reload;
@@ -334,6 +355,12 @@ impl Given for SandboxArgs {
             (self.memory_limit.is_some(), "--memory-limit"),
             (self.deny_network, "--deny-network"),
         ])
+    }
+}
+
+impl Given for CacheArg {
+    fn given(&self) -> Vec<&'static str> {
+        set(&[(self.no_cache, "--no-cache")])
     }
 }
 

@@ -23,6 +23,8 @@ pub struct HostOptions {
     pub sandbox: SandboxOptions,
     /// Reload plugin files that change while the session runs.
     pub reload: bool,
+    /// Take isolated plugins' tool definitions from the cache (no `--no-cache`).
+    pub definitions_cache: bool,
 }
 
 /// The sandbox options of the command line (see the README's "Isolation").
@@ -77,6 +79,7 @@ impl HostOptions {
         host.default_dirs = !no_default_dirs;
         host.require_all = *require_all_plugins;
         host.reload = reload;
+        host.definitions_cache = !args.cache.no_cache;
         Ok(host)
     }
 
@@ -91,6 +94,8 @@ impl HostOptions {
             isolation: sandbox.isolation.unwrap_or_default(),
             sandbox: SandboxOptions::from_args(sandbox),
             reload: false,
+            // `check` learns each plugin's tools from its process, every time.
+            definitions_cache: false,
         })
     }
 
@@ -99,7 +104,8 @@ impl HostOptions {
         let builder = Session::builder(&self.cwd)
             .default_dirs(self.default_dirs)
             .isolation(self.isolation)
-            .reload_changed_plugins(self.reload);
+            .reload_changed_plugins(self.reload)
+            .definitions_cache(self.definitions_cache);
         let mut builder = self.sandbox.apply(builder);
         for plugin in &self.plugins {
             builder = builder.plugin(plugin);
