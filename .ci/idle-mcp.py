@@ -1,3 +1,12 @@
+"""An idle MCP session's cost: how many plugin processes `xcsh-plugins mcp` keeps and the
+resident memory of the host plus its children, one second after a client initialised and
+listed the tools (nobody called anything).
+
+    python3 .ci/idle-mcp.py target/release/xcsh-plugins DIR CACHE_DIR [--no-cache]
+
+DIR holds the plugin files; CACHE_DIR is the definitions cache to use (XCSH_CACHE_DIR): run it
+once to fill the cache (cold), again to see the warm session; --no-cache for the old behaviour.
+"""
 import json, os, subprocess, sys, time
 cli, plugins, cache, extra = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 env = dict(os.environ, XCSH_CACHE_DIR=cache)
