@@ -124,6 +124,9 @@ pub(super) struct Watched {
 pub(super) struct Watch {
     plugins: Vec<Watched>,
     by_path: HashMap<PathBuf, usize>,
+    /// Whether any watched plugin runs in a process of its own (only those are reloaded
+    /// before a call): when none does, a call skips the lookup by path.
+    any_isolated: bool,
     #[cfg(target_os = "linux")]
     pub(super) processes: Option<Arc<super::isolated::ProcessSettings>>,
     /// Where project-plugin trust is read from on each reload.
@@ -152,6 +155,7 @@ impl Watch {
     ) {
         self.by_path
             .insert(candidate.path.clone(), self.plugins.len());
+        self.any_isolated |= isolation == Isolation::Process;
         self.plugins.push(Watched {
             candidate: candidate.clone(),
             isolation,
@@ -232,6 +236,12 @@ impl Session {
                 .then(|| self.registry().get(name).cloned())
                 .flatten());
         };
+        // In-process a change is only reported, by `reload`: with no isolated plugin in the
+        // session there is nothing to look up (the lookup by path was a tenth of an
+        // in-process call's host-side time).
+        if !self.watch.any_isolated {
+            return Ok(Some(registered));
+        }
         let watched = match &registered.tool.spec().origin {
             ToolOrigin::Plugin(path) => self
                 .watch
