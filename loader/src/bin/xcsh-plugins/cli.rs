@@ -217,36 +217,21 @@ impl Command {
     fn slots(&mut self) -> Slots<'_> {
         match self {
             Command::List(args) => Slots {
-                plugins: Some(&mut args.session.plugins),
-                cwd: Some(&mut args.session.cwd),
-                sandbox: Some(&mut args.session.sandbox),
-                cache: Some(&mut args.session.cache),
                 output: Some(&mut args.output),
-                ..Slots::default()
+                ..Slots::of_session(&mut args.session)
             },
             Command::Describe(args) => Slots {
-                plugins: Some(&mut args.session.plugins),
-                cwd: Some(&mut args.session.cwd),
-                sandbox: Some(&mut args.session.sandbox),
-                cache: Some(&mut args.session.cache),
                 output: Some(&mut args.output),
-                ..Slots::default()
+                ..Slots::of_session(&mut args.session)
             },
             Command::Call(args) => Slots {
-                plugins: Some(&mut args.session.plugins),
-                cwd: Some(&mut args.session.cwd),
-                sandbox: Some(&mut args.session.sandbox),
-                cache: Some(&mut args.session.cache),
                 reload: Some(&mut args.reload),
                 output: Some(&mut args.output),
+                ..Slots::of_session(&mut args.session)
             },
             Command::Mcp(args) => Slots {
-                plugins: Some(&mut args.session.plugins),
-                cwd: Some(&mut args.session.cwd),
-                sandbox: Some(&mut args.session.sandbox),
-                cache: Some(&mut args.session.cache),
                 reload: Some(&mut args.reload),
-                ..Slots::default()
+                ..Slots::of_session(&mut args.session)
             },
             Command::Check(args) => Slots {
                 cwd: Some(&mut args.cwd),
@@ -265,6 +250,19 @@ impl Command {
             Command::New(_) | Command::Demo(_) | Command::Completions(_) | Command::Man => {
                 Slots::default()
             }
+        }
+    }
+}
+
+impl<'a> Slots<'a> {
+    /// The slots of a command that builds a session from `session`.
+    fn of_session(session: &'a mut SessionArgs) -> Self {
+        Slots {
+            plugins: Some(&mut session.plugins),
+            cwd: Some(&mut session.cwd),
+            sandbox: Some(&mut session.sandbox),
+            cache: Some(&mut session.cache),
+            ..Slots::default()
         }
     }
 }
