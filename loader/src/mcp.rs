@@ -275,11 +275,8 @@ impl McpServer {
             let listing = self.listing();
             if !listing.callable.contains(name) {
                 let known = listing.tools.iter().map(|tool| tool.name.as_ref());
-                let message = crate::messages::tool_not_found(name, known);
-                let closest: Vec<&str> = crate::messages::closest_names(
-                    name,
-                    listing.tools.iter().map(|tool| tool.name.as_ref()),
-                );
+                let closest = crate::messages::closest_names(name, known);
+                let message = crate::messages::tool_not_found(name, &closest);
                 let data = json!({"tool": name, "didYouMean": closest});
                 return Err(ErrorData::invalid_params(message, Some(data)));
             }

@@ -69,20 +69,21 @@ pub fn incompatible_api_cause(plugin: &str, oldest: &str, host: &str) -> String 
 }
 
 /// A tool name nobody registered: `Tool "{name}" not found`, followed by the closest known
-/// names when there are any (`; did you mean "my_tool"?`), as clap does for subcommands.
-pub fn tool_not_found<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> String {
-    let closest = closest_names(name, known);
-    match closest.as_slice() {
-        [] => format!("Tool \"{name}\" not found"),
-        names => format!(
-            "Tool \"{name}\" not found; did you mean {}?",
-            names
-                .iter()
-                .map(|n| format!("\"{n}\""))
-                .collect::<Vec<_>>()
-                .join(" or ")
-        ),
+/// names when there are any (`; did you mean "my_tool"?`; see [`closest_names`]).
+pub fn tool_not_found(name: &str, closest: &[&str]) -> String {
+    match did_you_mean(closest) {
+        Some(suggestion) => format!("Tool \"{name}\" not found; {suggestion}"),
+        None => format!("Tool \"{name}\" not found"),
     }
+}
+
+/// `did you mean "a" or "b"?` for the [`closest_names`] found, `None` when there are none.
+pub fn did_you_mean(closest: &[&str]) -> Option<String> {
+    if closest.is_empty() {
+        return None;
+    }
+    let quoted: Vec<String> = closest.iter().map(|n| format!("\"{n}\"")).collect();
+    Some(format!("did you mean {}?", quoted.join(" or ")))
 }
 
 /// The names among `known` that look like `name`, most alike first, at most three: a name
@@ -248,14 +249,17 @@ mod tests {
     fn an_unknown_tool_gets_the_closest_names() {
         let known = ["my_tool", "resolve", "ast_edit", "batch_rename_preview"];
         assert_eq!(
-            tool_not_found("my_tol", known),
+            tool_not_found("my_tol", &closest_names("my_tol", known)),
             "Tool \"my_tol\" not found; did you mean \"my_tool\"?"
         );
         assert_eq!(
-            tool_not_found("AST_EDIT", known),
+            tool_not_found("AST_EDIT", &closest_names("AST_EDIT", known)),
             "Tool \"AST_EDIT\" not found; did you mean \"ast_edit\"?"
         );
-        assert_eq!(tool_not_found("zzz", known), "Tool \"zzz\" not found");
+        assert_eq!(
+            tool_not_found("zzz", &closest_names("zzz", known)),
+            "Tool \"zzz\" not found"
+        );
         assert_eq!(
             closest_names("batch_rename", known),
             ["batch_rename_preview"]

@@ -71,7 +71,7 @@ pub(crate) struct SessionLinks {
 
 /// What starting a child needs.
 #[derive(Clone)]
-pub(super) struct Launch {
+pub(crate) struct Launch {
     pub host_binary: PathBuf,
     /// The plugin's canonical path (messages, the child's display name).
     pub path: PathBuf,

@@ -10,8 +10,7 @@
 //! kept for the session to compare with what it registered) is authoritative.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use xcsh_plugin_api::AgentToolResult;
 
-pub(crate) use super::connection::SessionLinks;
-use super::connection::{background, CallEnd, Connection, Hello, Launch};
+use super::connection::{background, CallEnd, Connection, Hello};
+pub(crate) use super::connection::{Launch, SessionLinks};
 use super::protocol::{HostMessage, ToolDefinition};
 use super::GRACE_PERIOD;
 use crate::load::open::still_as_checked;
@@ -29,7 +28,7 @@ use crate::messages::{
     plugin_crashed, plugin_disabled, plugin_out_of_memory, PLUGIN_PROCESS_STOPPED,
 };
 use crate::store::BoxFuture;
-use crate::sys::sandbox::{Confinement, SandboxPolicy};
+use crate::sys::sandbox::Confinement;
 use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec};
 
 /// Crashes within this window count towards disabling a plugin.
@@ -67,29 +66,11 @@ pub(crate) struct Starting {
     answer: std::sync::mpsc::Receiver<Result<(Arc<Connection>, Hello), LoadError>>,
 }
 
-/// Start a child for the checked `descriptor` of `path` on the isolation runtime, without
-/// waiting for it (so a session's children start in parallel).
-pub(crate) fn start(
-    host_binary: PathBuf,
-    file: &CheckedFile,
-    descriptor: File,
-    cwd: &Path,
-    session: SessionLinks,
-    sandbox: SandboxPolicy,
-    temp_dir: Option<PathBuf>,
-) -> Result<Starting, LoadError> {
-    let path = file.path();
+/// Start a child for `launch` (the checked `file`'s descriptor) on the isolation runtime,
+/// without waiting for it (so a session's children start in parallel).
+pub(crate) fn start(launch: Launch, file: &CheckedFile) -> Result<Starting, LoadError> {
     let runtime = background()
-        .map_err(|cause| LoadError::new(path, LoadErrorKind::PluginProcess { cause }))?;
-    let launch = Launch {
-        host_binary,
-        path: path.to_owned(),
-        descriptor: Arc::new(descriptor),
-        cwd: cwd.to_owned(),
-        links: session,
-        sandbox,
-        temp_dir,
-    };
+        .map_err(|cause| LoadError::new(&launch.path, LoadErrorKind::PluginProcess { cause }))?;
     let (sender, answer) = std::sync::mpsc::channel();
     let starting = launch.clone();
     runtime.spawn(async move {
@@ -124,17 +105,8 @@ impl Starting {
             drop(connection);
             return Err(LoadError::new(&path, LoadErrorKind::ChangedWhileLoading));
         }
-        let current_ended = Arc::new(Mutex::new(Some(connection.ended_signal())));
         let definitions = Definitions::from(hello);
-        let plugin = PluginProcess(Arc::new(IsolatedPlugin {
-            launch: self.launch,
-            current_ended,
-            current: tokio::sync::Mutex::new(Some(connection)),
-            crashes: Mutex::new(Vec::new()),
-            running: Mutex::new(HashMap::new()),
-            definitions: Mutex::new(Some(definitions.clone())),
-            unstarted: Mutex::new(None),
-        }));
+        let plugin = PluginProcess::new(self.launch, Some(connection), Some(definitions.clone()));
         Ok(Handshake {
             tools: plugin.tools(&definitions.tools),
             definitions,
@@ -149,37 +121,16 @@ pub(crate) struct Handshake {
 }
 
 /// An isolated plugin registered from cached `definitions`: nothing starts now. Its first
-/// child starts when a call needs it, from the checked `descriptor` of `file` (and is
+/// child starts when a call needs it, from `launch` (the checked descriptor of `file`, and is
 /// refused if the file was written since it was checked); [`PluginProcess::handshake`]
 /// then gives what that child reported.
-#[allow(clippy::too_many_arguments)] // The same launch as `start`, plus the definitions.
 pub(crate) fn deferred(
-    host_binary: PathBuf,
+    launch: Launch,
     file: &CheckedFile,
-    descriptor: File,
-    cwd: &Path,
-    session: SessionLinks,
-    sandbox: SandboxPolicy,
-    temp_dir: Option<PathBuf>,
     definitions: &Definitions,
 ) -> (PluginProcess, Vec<IsolatedTool>) {
-    let plugin = PluginProcess(Arc::new(IsolatedPlugin {
-        launch: Launch {
-            host_binary,
-            path: file.path().to_owned(),
-            descriptor: Arc::new(descriptor),
-            cwd: cwd.to_owned(),
-            links: session,
-            sandbox,
-            temp_dir,
-        },
-        current_ended: Arc::new(Mutex::new(None)),
-        current: tokio::sync::Mutex::new(None),
-        crashes: Mutex::new(Vec::new()),
-        running: Mutex::new(HashMap::new()),
-        definitions: Mutex::new(None),
-        unstarted: Mutex::new(Some(file.clone())),
-    }));
+    let plugin = PluginProcess::new(launch, None, None);
+    *lock(&plugin.0.unstarted) = Some(file.clone());
     let tools = plugin.tools(&definitions.tools);
     (plugin, tools)
 }
@@ -190,6 +141,24 @@ pub(crate) fn deferred(
 pub(crate) struct PluginProcess(Arc<IsolatedPlugin>);
 
 impl PluginProcess {
+    /// A plugin run by `launch`'s children: `connection` is the one already running (with the
+    /// `definitions` its handshake reported), if any.
+    fn new(
+        launch: Launch,
+        connection: Option<Arc<Connection>>,
+        definitions: Option<Definitions>,
+    ) -> Self {
+        Self(Arc::new(IsolatedPlugin {
+            launch,
+            current_ended: Arc::new(Mutex::new(connection.as_ref().map(|c| c.ended_signal()))),
+            current: tokio::sync::Mutex::new(connection),
+            crashes: Mutex::new(Vec::new()),
+            running: Mutex::new(HashMap::new()),
+            definitions: Mutex::new(definitions),
+            unstarted: Mutex::new(None),
+        }))
+    }
+
     /// The plugin's canonical path.
     pub(crate) fn path(&self) -> &Path {
         &self.0.launch.path

@@ -11,7 +11,8 @@
 //! files are `0600` in a `0700` directory, and are only read after the same owner and mode
 //! checks as the trust file (the file and every directory above it safe from other users): a
 //! foreign-owned, group-writable or corrupt entry is ignored, and replaced by the next write.
-//! Writes are atomic (a temporary file, then a rename), so a reader never sees half an entry.
+//! Writes are atomic (a temporary file, then a rename), so a reader never sees half an entry;
+//! a process's first write of a kind removes that kind's entries not written for 30 days.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::safety::{read_private, Refusal};
+
+/// Entries not written for this long are removed (an entry a process only reads is not
+/// written: it is learned again, once, by the next process after that).
+const PRUNE_AFTER: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
 /// The cache's directory name under the user's cache directory.
 const DIR_NAME: &str = "xcsh-plugins";
@@ -92,8 +97,21 @@ impl PrivateCache {
     }
 
     /// Remember `value` for `key` (best effort: a cache that cannot be written is logged and
-    /// otherwise ignored, as the answer can always be learned again).
+    /// otherwise ignored, as the answer can always be learned again). A process's first write
+    /// of each kind also removes that kind's entries not written for [`PRUNE_AFTER`].
     pub(crate) fn put<T: Serialize>(&self, kind: &str, key: &str, value: &T) {
+        static PRUNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        let first_of_kind = {
+            let mut pruned = PRUNED.lock().unwrap_or_else(|p| p.into_inner());
+            let first = !pruned.iter().any(|k| k == kind);
+            if first {
+                pruned.push(kind.to_owned());
+            }
+            first
+        };
+        if first_of_kind {
+            self.prune(kind, PRUNE_AFTER);
+        }
         let entry = Entry {
             key: key.to_owned(),
             value,

@@ -279,8 +279,10 @@ const LAYOUT_CHECKED: &str = "layout-checked";
 /// What a successful layout check of one plugin build against this host's build depends on,
 /// as a cache key: the host's build ([`host_build`]), the plugin file's identity (its
 /// [`FileStamp::key`]), its build-id when it has one, and, when its content was pinned for
-/// trust, its SHA-256. `None` when the host's build cannot be named: then nothing is cached.
-fn layout_key(file: &CheckedFile, source: &LoadSource<'_>) -> Option<String> {
+/// trust, its SHA-256; with the cache it is kept in. `None` when there is no cache (turned
+/// off) or the host's build cannot be named: then nothing is read from the file for it.
+fn layout_key(file: &CheckedFile, source: &LoadSource<'_>) -> Option<(PrivateCache, String)> {
+    let cache = PrivateCache::for_user()?;
     let host = host_build()?;
     let build = match source {
         LoadSource::Bytes(bytes) => build_id(*bytes),
@@ -291,11 +293,12 @@ fn layout_key(file: &CheckedFile, source: &LoadSource<'_>) -> Option<String> {
         Some(Ok(pinned)) => pinned.sha256.as_str(),
         _ => "-",
     };
-    Some(format!(
+    let key = format!(
         "host {host}\nplugin {} {}\nbuild-id {build}\nsha256 {pinned}",
         file.path.display(),
         file.stamp.key()
-    ))
+    );
+    Some((cache, key))
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -317,23 +320,21 @@ fn hex(bytes: &[u8]) -> String {
 /// runs.
 ///
 /// The check walks every type reachable from the root module, calling into the plugin for
-/// each, and is most of a load's time and of its lasting memory. It runs with checking globals
-/// of its own (not abi_stable's process-wide ones), so its outcome depends only on the two
-/// builds, and its success is remembered in the user's private cache under `key` (see
-/// [`layout_key`]): a later load of the same plugin file by the same host build skips it.
+/// each: about two thirds of a cold load's time (BENCHMARKS.md). It runs with checking
+/// globals of its own (not abi_stable's process-wide ones), so its outcome depends only on
+/// the two builds, and its success is remembered in `cache` (see [`layout_key`]): a later load
+/// of the same plugin file by the same host build skips it.
 fn init_root_module(
     header: &'static LibHeader,
-    key: Option<&str>,
+    cache: Option<&(PrivateCache, String)>,
 ) -> Result<PluginModuleRef, LibraryError> {
     let Some(plugin_layout) = header.layout() else {
         return Err(LibraryError::AbiInstability(RBoxError::from_fmt(
             &"the root module was exported without its layout, so it cannot be checked",
         )));
     };
-    let cache = key.and_then(|key| PrivateCache::for_user().map(|cache| (cache, key)));
-    let checked_before = cache
-        .as_ref()
-        .is_some_and(|(cache, key)| cache.get::<bool>(LAYOUT_CHECKED, key) == Some(true));
+    let checked_before =
+        cache.is_some_and(|(cache, key)| cache.get::<bool>(LAYOUT_CHECKED, key) == Some(true));
     if checked_before {
         tracing::debug!("layout check skipped: this plugin build passed it before (cached)");
     } else {
@@ -345,7 +346,7 @@ fn init_root_module(
         )
         .map_err(|errors| LibraryError::AbiInstability(RBoxError::from_fmt(&errors)))?;
         tracing::debug!("layout checked");
-        if let Some((cache, key)) = &cache {
+        if let Some((cache, key)) = cache {
             cache.put(LAYOUT_CHECKED, key, &true);
         }
     }
@@ -389,8 +390,8 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
         // The earlier content never loaded usably: nothing of it is in use, so try this one.
     }
     let (source, api_version) = file.check_before_running()?;
-    let key = layout_key(file, &source);
-    let outcome = match map_library(path, source, api_version, key.as_deref()) {
+    let layout_cache = layout_key(file, &source);
+    let outcome = match map_library(path, source, api_version, layout_cache.as_ref()) {
         Ok(library) => Ok(library),
         Err(MapFailure::Retry(error)) => return Err(error),
         Err(MapFailure::Final(error)) => Err(error),
@@ -425,11 +426,11 @@ fn map_library(
     path: &Path,
     source: LoadSource<'_>,
     api_version: ApiVersion,
-    layout_key: Option<&str>,
+    layout_cache: Option<&(PrivateCache, String)>,
 ) -> Result<PluginLibrary, MapFailure> {
     let error = |kind| LoadError::new(path, kind);
     match load(path, source) {
-        Ok(mapped) => init_root_module(mapped.header, layout_key)
+        Ok(mapped) => init_root_module(mapped.header, layout_cache)
             .map(|module| PluginLibrary {
                 module,
                 api_version,
@@ -457,8 +458,8 @@ pub(crate) fn load_inherited(path: &Path, file: File) -> Result<PluginLibrary, L
     let api_version = check_before_running(path, &object::ReadCache::new(&file))?;
     // No layout cache here: the sandboxed child cannot write the user's cache, and its
     // descriptor may be a memfd with an identity of its own.
-    let layout_key = None;
-    map_library(path, LoadSource::Opened(&file), api_version, layout_key).map_err(|failure| {
+    let layout_cache = None;
+    map_library(path, LoadSource::Opened(&file), api_version, layout_cache).map_err(|failure| {
         match failure {
             MapFailure::Retry(error) | MapFailure::Final(error) => error,
         }

@@ -18,7 +18,7 @@
 //!   sandbox can enforce depends on it).
 //!
 //! An entry is only written after a successful handshake (entries not written for 30 days are
-//! removed, so those of files long rebuilt do not pile up), and a hit is never the last word:
+//! removed, see `load::cache`, so those of files long rebuilt do not pile up), and a hit is never the last word:
 //! the plugin's first child, started at its first call, reports its definitions again, and
 //! those replace the cached ones in the session (and in the cache) when they differ.
 
@@ -32,10 +32,6 @@ use crate::sys::sandbox::SandboxPolicy;
 
 /// The kind of the cache's entries (see [`PrivateCache::get`]).
 const KIND: &str = "definitions";
-
-/// Entries not written for this long are removed (an entry a session only reads is not
-/// written: it is learned again, once, by the next session after that).
-const PRUNE_AFTER: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
 /// The definitions cache of one session: the user's cache, and the part of the key that is
 /// the same for each of the session's plugins.
@@ -87,11 +83,8 @@ impl DefinitionsCache {
         self.cache.get(KIND, key)
     }
 
-    /// Remember what a handshake reported under `key`. The first write of a process also
-    /// removes entries not written for [`PRUNE_AFTER`].
+    /// Remember what a handshake reported under `key`.
     pub(super) fn put(&self, key: &str, definitions: &Definitions) {
-        static PRUNED: std::sync::Once = std::sync::Once::new();
-        PRUNED.call_once(|| self.cache.prune(KIND, PRUNE_AFTER));
         self.cache.put(KIND, key, definitions);
     }
 }

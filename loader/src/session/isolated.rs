@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::isolate::plugin::{
-    ChildrenGone, Definitions, Handshake, IsolatedTool, PluginProcess, SessionLinks, Starting,
+    ChildrenGone, Definitions, Handshake, IsolatedTool, Launch, PluginProcess, SessionLinks,
+    Starting,
 };
 use crate::isolate::Isolation;
 use crate::load::discovery::Candidate;
@@ -91,10 +92,19 @@ impl ProcessSettings {
         let file = loader.check(candidate, errors)?;
         // Headers and version marker: checked whether or not anything starts.
         let descriptor = descriptor_for_child(&file)?;
-        let host = self
+        let host_binary = self
             .host
             .clone()
             .map_err(|cause| LoadError::new(file.path(), LoadErrorKind::PluginProcess { cause }))?;
+        let launch = Launch {
+            host_binary,
+            path: file.path().to_owned(),
+            descriptor: Arc::new(descriptor),
+            cwd: self.cwd.clone(),
+            links: self.links.clone(),
+            sandbox: self.sandbox.clone(),
+            temp_dir: self.temp_dir.clone(),
+        };
         let key = self.definitions.as_ref().map(|cache| cache.key(&file));
         let cached = key
             .as_ref()
@@ -102,16 +112,7 @@ impl ProcessSettings {
             .zip(self.definitions.as_ref())
             .and_then(|(key, cache)| cache.get(key));
         if let (Some(definitions), Some(key)) = (cached, key.clone()) {
-            let (process, tools) = crate::isolate::plugin::deferred(
-                host,
-                &file,
-                descriptor,
-                &self.cwd,
-                self.links.clone(),
-                self.sandbox.clone(),
-                self.temp_dir.clone(),
-                &definitions,
-            );
+            let (process, tools) = crate::isolate::plugin::deferred(launch, &file, &definitions);
             return Ok(Started::Cached {
                 process,
                 tools,
@@ -119,15 +120,7 @@ impl ProcessSettings {
                 key,
             });
         }
-        let starting = crate::isolate::plugin::start(
-            host,
-            &file,
-            descriptor,
-            &self.cwd,
-            self.links.clone(),
-            self.sandbox.clone(),
-            self.temp_dir.clone(),
-        )?;
+        let starting = crate::isolate::plugin::start(launch, &file)?;
         Ok(Started::Child(Box::new(starting), key))
     }
 
@@ -156,20 +149,13 @@ impl ProcessSettings {
                 key,
             } => {
                 let plugin = self.admit(process.path(), &definitions)?;
-                if tools.is_empty() {
-                    // Nothing to call: nothing will ever start.
-                    return Ok(Accepted {
-                        plugin,
-                        tools,
-                        children: None,
-                        deferred: None,
-                    });
-                }
+                // Without tools nothing will ever call it, so nothing will ever start.
+                let callable = !tools.is_empty();
                 Ok(Accepted {
                     plugin,
                     tools,
-                    children: Some(process.children_gone()),
-                    deferred: Some(Deferred {
+                    children: callable.then(|| process.children_gone()),
+                    deferred: callable.then(|| Deferred {
                         process,
                         definitions,
                         key,

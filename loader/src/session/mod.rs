@@ -355,8 +355,10 @@ impl Session {
             Ok(Some(registered)) => registered,
             Ok(None) => {
                 let known = self.tools();
-                let message =
-                    crate::messages::tool_not_found(name, known.iter().map(|t| t.name.as_str()));
+                let message = crate::messages::tool_not_found(
+                    name,
+                    &crate::messages::closest_names(name, known.iter().map(|t| t.name.as_str())),
+                );
                 return ToolOutcome::error(message);
             }
             Err(message) => return ToolOutcome::error(message),

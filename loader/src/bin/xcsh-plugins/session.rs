@@ -176,17 +176,9 @@ pub fn ensure_known(session: &Session, tool: &str) -> Result<(), CliError> {
         return Ok(());
     }
     let closest = xcsh_loader::messages::closest_names(tool, tools.iter().map(|t| t.name.as_str()));
-    let suggestion = match closest.as_slice() {
-        [] => String::new(),
-        names => format!(
-            "did you mean {}? ",
-            names
-                .iter()
-                .map(|n| format!("\"{n}\""))
-                .collect::<Vec<_>>()
-                .join(" or ")
-        ),
-    };
+    let suggestion = xcsh_loader::messages::did_you_mean(&closest)
+        .map(|s| s + " ")
+        .unwrap_or_default();
     let message = match session.load_errors().len() {
         0 => format!(
             "unknown tool \"{tool}\": no loaded tool has that name; {suggestion}\
