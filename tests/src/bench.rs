@@ -9,7 +9,7 @@
 //! - [`tree`]: `ast_edit` and the `ast-grep` CLI on the same generated source tree.
 
 /// Read a `/proc` status-style field (`VmRSS:`, `Shmem:`, ...) in KiB.
-fn proc_kib(file: &str, field: &str) -> Option<u64> {
+pub fn proc_kib(file: &str, field: &str) -> Option<u64> {
     let text = std::fs::read_to_string(file).ok()?;
     let line = text.lines().find(|l| l.starts_with(field))?;
     line[field.len()..]

@@ -315,3 +315,20 @@ pub fn package_version(manifest: &str) -> String {
         .unwrap_or_else(|| panic!("{manifest} has no version"))
         .to_owned()
 }
+
+/// The children of process `pid`, from `/proc/PID/task/*/children`.
+pub fn child_pids(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return found;
+    };
+    for task in tasks.flatten() {
+        if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+            found.extend(
+                list.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    found
+}

@@ -217,3 +217,33 @@ pub fn text(result: &CallToolResult) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// A client that counts `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+pub struct ListChanges {
+    seen: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ClientHandler for ListChanges {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl ListChanges {
+    /// How many have come so far.
+    pub fn count(&self) -> usize {
+        self.seen.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Wait until `count` have come (fails after [`PATIENCE`]).
+    pub async fn wait_for(&self, count: usize) {
+        let arrived = tokio::time::timeout(PATIENCE, async {
+            while self.count() < count {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(arrived.is_ok(), "no notifications/tools/list_changed came");
+    }
+}

@@ -15,16 +15,13 @@ use std::ffi::OsString;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::service::{NotificationContext, RoleClient};
 use rmcp::ClientHandler;
 use serde_json::{json, Value};
-use xcsh_integration_tests::mcp::{text, McpServerProcess, PATIENCE};
+use xcsh_integration_tests::mcp::{text, ListChanges, McpServerProcess};
 use xcsh_integration_tests::reload::{rebuild, version_and_pid};
-use xcsh_integration_tests::{artifacts, lib_name, plugin};
+use xcsh_integration_tests::{artifacts, child_pids, lib_name, plugin};
 
 /// A scratch root (canonical) holding the session's working directory and the cache.
 struct Scratch {
@@ -144,23 +141,6 @@ fn all_text(output: &Output) -> String {
     )
 }
 
-/// The children of `pid`, from `/proc`.
-fn children(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return found;
-    };
-    for task in tasks.flatten() {
-        if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
-            found.extend(
-                list.split_whitespace()
-                    .filter_map(|p| p.parse::<u32>().ok()),
-            );
-        }
-    }
-    found
-}
-
 /// The inode of `path` (a cache write is a rename: a new inode).
 fn inode(path: &Path) -> u64 {
     std::fs::metadata(path).unwrap().ino()
@@ -198,30 +178,6 @@ async fn plugin_tools<H: ClientHandler>(server: &McpServerProcess<H>) -> Vec<Str
     names
 }
 
-/// A client that counts `notifications/tools/list_changed`.
-#[derive(Clone, Default)]
-struct ListChanges {
-    seen: Arc<AtomicUsize>,
-}
-
-impl ClientHandler for ListChanges {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.seen.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-impl ListChanges {
-    async fn wait_for(&self, count: usize) {
-        let arrived = tokio::time::timeout(PATIENCE, async {
-            while self.seen.load(Ordering::SeqCst) < count {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
-        assert!(arrived.is_ok(), "no notifications/tools/list_changed came");
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cached_plugin_starts_no_process_until_one_of_its_tools_is_called() {
     let scratch = Scratch::new();
@@ -240,14 +196,18 @@ async fn a_cached_plugin_starts_no_process_until_one_of_its_tools_is_called() {
     let names = plugin_tools(&server).await;
     assert_eq!(names, ["reload_preview", "reload_version"]);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(children(pid), Vec::<u32>::new(), "a process started early");
+    assert_eq!(
+        child_pids(pid),
+        Vec::<u32>::new(),
+        "a process started early"
+    );
 
     // The first call starts it.
     let answer = server.call("reload_version", json!({})).await;
     assert_ne!(answer.is_error, Some(true), "{}", text(&answer));
     let (version, child) = version_and_pid(&text(&answer));
     assert_eq!(version, 1);
-    assert_eq!(children(pid), [child]);
+    assert_eq!(child_pids(pid), [child]);
     // ... and it serves the next call too.
     let again = server.call("reload_version", json!({})).await;
     assert_eq!(version_and_pid(&text(&again)), (1, child));
@@ -257,7 +217,7 @@ async fn a_cached_plugin_starts_no_process_until_one_of_its_tools_is_called() {
     let written = inode(&entry);
     let server = scratch.mcp(&file, &["--no-cache"], ()).await;
     let pid = server.child.id().unwrap();
-    assert_eq!(children(pid).len(), 1, "--no-cache started no process");
+    assert_eq!(child_pids(pid).len(), 1, "--no-cache started no process");
     server.stop().await;
     assert_eq!(inode(&entry), written, "--no-cache wrote the cache");
     assert_eq!(scratch.entries(), [entry]);
@@ -422,7 +382,7 @@ async fn a_cached_plugin_rebuilt_before_its_first_call_serves_its_new_version() 
     scratch.entry_written_for(&file);
     let changes = ListChanges::default();
     let server = scratch.mcp(&file, &[], changes.clone()).await;
-    assert_eq!(children(server.child.id().unwrap()), Vec::<u32>::new());
+    assert_eq!(child_pids(server.child.id().unwrap()), Vec::<u32>::new());
     rebuild("fixture-reload-v2", &file);
     tokio::time::sleep(xcsh_loader::session::RELOAD_SETTLE * 2).await;
     let answer = server.call("reload_version", json!({})).await;
@@ -453,14 +413,14 @@ async fn a_lazily_started_process_that_crashes_is_a_tool_error_and_is_restarted(
     // In a session: the next call after the crash starts a fresh process.
     let server = scratch.mcp(&file, &[], ()).await;
     let host = server.child.id().unwrap();
-    assert_eq!(children(host), Vec::<u32>::new());
+    assert_eq!(child_pids(host), Vec::<u32>::new());
     let crashed = server.call("segfault", json!({})).await;
     assert_eq!(crashed.is_error, Some(true), "{}", text(&crashed));
     assert!(text(&crashed).contains("SIGSEGV"), "{}", text(&crashed));
     let answer = server.call("pid", json!({})).await;
     assert_ne!(answer.is_error, Some(true), "{}", text(&answer));
     let pid: u32 = text(&answer).trim().parse().unwrap();
-    assert_eq!(children(host), [pid]);
+    assert_eq!(child_pids(host), [pid]);
     server.stop().await;
 }
 

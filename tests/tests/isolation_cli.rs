@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use xcsh_integration_tests::{artifacts, plugin};
+use xcsh_integration_tests::{artifacts, child_pids, plugin};
 
 fn command(cwd: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(artifacts().cli());
@@ -130,23 +130,6 @@ fn list_and_check_show_each_plugins_mode() {
     assert_eq!(output.status.code(), Some(2));
 }
 
-/// The children of `pid`, from `/proc`.
-fn children(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return found;
-    };
-    for task in tasks.flatten() {
-        if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
-            found.extend(
-                list.split_whitespace()
-                    .filter_map(|p| p.parse::<u32>().ok()),
-            );
-        }
-    }
-    found
-}
-
 /// Whether `pid` is still running (a zombie waiting for a reaper is not).
 fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
@@ -169,7 +152,7 @@ fn a_host_killed_with_sigkill_leaves_no_plugin_process() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     let plugin_children = loop {
-        let found = children(host.id());
+        let found = child_pids(host.id());
         if !found.is_empty() {
             break found;
         }

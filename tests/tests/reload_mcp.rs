@@ -7,44 +7,12 @@
 #![cfg(target_os = "linux")]
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::service::{NotificationContext, RoleClient};
-use rmcp::ClientHandler;
 use serde_json::json;
 use xcsh_integration_tests::lib_name;
-use xcsh_integration_tests::mcp::{text, McpServerProcess, PATIENCE};
+use xcsh_integration_tests::mcp::{text, ListChanges, McpServerProcess};
 use xcsh_integration_tests::reload::{rebuild, version_and_pid};
-
-/// A client that counts `notifications/tools/list_changed`.
-#[derive(Clone, Default)]
-struct ListChanges {
-    seen: Arc<AtomicUsize>,
-}
-
-impl ClientHandler for ListChanges {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.seen.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-impl ListChanges {
-    fn count(&self) -> usize {
-        self.seen.load(Ordering::SeqCst)
-    }
-
-    async fn wait_for(&self, count: usize) {
-        let arrived = tokio::time::timeout(PATIENCE, async {
-            while self.count() < count {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
-        assert!(arrived.is_ok(), "no notifications/tools/list_changed came");
-    }
-}
 
 async fn start(
     root: &Path,

@@ -10,6 +10,7 @@
 use std::ffi::OsString;
 
 use serde_json::json;
+use xcsh_integration_tests::bench::proc_kib;
 use xcsh_integration_tests::mcp::McpServerProcess;
 use xcsh_integration_tests::plugin;
 
@@ -22,12 +23,7 @@ const MEASURED: usize = 9_000;
 const ALLOWED_GROWTH_KIB: u64 = 512;
 
 fn resident_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
+    proc_kib(&format!("/proc/{pid}/status"), "VmRSS:").unwrap()
 }
 
 async fn cycle(server: &McpServerProcess) {

@@ -230,7 +230,15 @@ impl Session {
     /// Returns whether the plugin was settled by this call; `Err` is the call's answer (the
     /// child could not start, or may not run), and the next call tries again.
     pub(super) async fn settle_deferred(&self, path: &Path) -> Result<bool, String> {
-        let deferred = super::lock(&self.deferred).get(path).cloned();
+        let deferred = {
+            let all = super::lock(&self.deferred);
+            // Every call of a plugin tool comes here: with nothing deferred (in process, or
+            // once each plugin settled) no path is hashed.
+            if all.is_empty() {
+                return Ok(false);
+            }
+            all.get(path).cloned()
+        };
         let Some(deferred) = deferred else {
             return Ok(false);
         };

@@ -77,11 +77,10 @@ fn version_hint(error: &LoadError) -> Option<(Option<String>, String)> {
         return None;
     };
     // A library without a version marker has a description here, not a version.
-    let read = ApiVersion::parse(found).map(|v| v.to_string());
-    let newer = match (&read, ApiVersion::parse(host)) {
-        (Some(_), Some(host)) => ApiVersion::parse(found).is_some_and(|found| found > host),
-        _ => false,
-    };
+    let read = ApiVersion::parse(found);
+    let newer = read
+        .zip(ApiVersion::parse(host))
+        .is_some_and(|(found, host)| found > host);
     let instead = if newer {
         format!(", or load it with a host built with xcsh-plugin-api {found}")
     } else {
@@ -91,7 +90,7 @@ fn version_hint(error: &LoadError) -> Option<(Option<String>, String)> {
         "rebuild it against xcsh-plugin-api {host} (in its Cargo.toml: \
          xcsh-plugin-api = \"{host}\", then `cargo build --release`){instead}"
     );
-    Some((read, hint))
+    Some((read.map(|v| v.to_string()), hint))
 }
 
 /// Files checked together are meant to load together: a tool name that two of them define
