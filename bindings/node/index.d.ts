@@ -18,9 +18,17 @@ export interface NativePendingAction {
   label: string;
   sourceToolName: string;
   details?: unknown;
-  /** Runs the plugin's `apply`, in its process. Only one of `apply`/`reject` runs, once. */
+  /**
+   * Runs the plugin's `apply`, in its process. A successful apply settles the action; a failed
+   * one does not: the action may then be rejected, or applied again (the plugin's apply runs
+   * again when the plugin made it retryable; otherwise this rejects with an error naming the
+   * first failure and saying to discard the action or preview the change again).
+   */
   apply(reason: string): Promise<NativeToolResult>;
-  /** Runs the plugin's `reject`; `undefined` when the plugin gave none (the runtime's default text stands). */
+  /**
+   * Runs the plugin's `reject` and settles the action; `undefined` when the plugin gave none, or
+   * when an older plugin's failed apply took it (the runtime's default "Discarded" text stands).
+   */
   reject(reason: string): Promise<NativeToolResult | undefined>;
 }
 
@@ -34,6 +42,15 @@ export interface NativeToolHost {
   logger?: Partial<Record<"debug" | "info" | "warn" | "error", (message: string) => void>>;
 }
 
+/** A capability tier of xcsh's approval gate. */
+export type NativeToolTier = "read" | "write" | "exec";
+
+/** xcsh's `ToolApproval`: a tier, a tier with a reason or policy, or a function of the arguments. */
+export type NativeToolApproval =
+  | NativeToolTier
+  | { tier: NativeToolTier; reason?: string; override?: boolean; policy?: "allow" | "deny" | "prompt"; policyKey?: string }
+  | ((args: unknown) => NativeToolTier | { tier: NativeToolTier; reason?: string; override?: boolean; policy?: "allow" | "deny" | "prompt"; policyKey?: string });
+
 /** An xcsh `CustomTool` backed by a native plugin. */
 export interface NativeTool {
   name: string;
@@ -44,6 +61,14 @@ export interface NativeTool {
   hidden: boolean;
   /** It may push pending actions (the runtime's `resolve` applies or discards them). */
   deferrable: boolean;
+  /** The approval gate's tier: `"read"` when the plugin annotates the tool read-only, else `"write"`; the factory's `approval` option overrides it. */
+  approval: NativeToolApproval;
+  /** The factory's `loadMode`, when given (the runtime's default otherwise). */
+  loadMode?: "essential" | "discoverable";
+  /** `true` when the schema is closed throughout (`additionalProperties: false`), so providers may use strict mode. */
+  strict?: boolean;
+  /** xcsh's session events: `{reason: "shutdown"}` closes this invocation's native session (idempotent). */
+  onSession(event: { reason: string }): Promise<void>;
   /**
    * Run the tool. Rejects with an `Error` carrying the loader's message (plugin file, tool and
    * cause) on invalid arguments, a tool error, a crashed plugin process or a timeout. When it
@@ -74,6 +99,10 @@ export interface NativeToolFactoryOptions {
   allowWrite?: string[];
   /** Deny plugin processes TCP connects and listens. Default `false`. */
   denyNetwork?: boolean;
+  /** Per tool name, the approval that replaces the tool's own tier, e.g. `{ my_tool: "exec" }`. */
+  approval?: Record<string, NativeToolApproval>;
+  /** How the runtime presents every native tool (`"essential"`: top level; `"discoverable"`: behind tool search). Default: the runtime's own. */
+  loadMode?: "essential" | "discoverable";
 }
 
 /** A plugin file that did not load. */

@@ -20,8 +20,12 @@ const OPTION_NAMES = [
   "memoryLimit",
   "allowWrite",
   "denyNetwork",
+  "approval",
+  "loadMode",
 ];
 const ISOLATION_MODES = ["process", "in-process"];
+const APPROVAL_TIERS = ["read", "write", "exec"];
+const LOAD_MODES = ["essential", "discoverable"];
 
 /// Where the addon may be: the packed package's copy, then a cargo build of this repository.
 function addonCandidates() {
@@ -88,6 +92,39 @@ function boolean(name, value, fallback) {
   return value;
 }
 
+/// An approval as xcsh's runtime takes it (`ToolApproval`): a tier, `{tier, ...}`, or a
+/// function of the arguments returning either.
+function isApproval(value) {
+  if (typeof value === "function") return true;
+  if (typeof value === "string") return APPROVAL_TIERS.includes(value);
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    !Array.isArray(value) &&
+    APPROVAL_TIERS.includes(value.tier)
+  );
+}
+
+/// `approval`: per tool name, the runtime's approval that replaces the plugin's own tier.
+function approvalOverrides(value) {
+  if (value === undefined) return new Map();
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw optionError("approval", 'an object mapping tool names to "read", "write" or "exec"', value);
+  }
+  const overrides = new Map();
+  for (const [name, approval] of Object.entries(value)) {
+    if (!isApproval(approval)) {
+      throw optionError(
+        `approval.${name}`,
+        '"read", "write", "exec", an object with such a `tier`, or a function returning one',
+        approval,
+      );
+    }
+    overrides.set(name, approval);
+  }
+  return overrides;
+}
+
 /// The user's options, checked and normalised, before anything loads.
 function checkOptions(options) {
   if (options === undefined || options === null) options = {};
@@ -137,7 +174,12 @@ function checkOptions(options) {
       );
     }
   }
+  if (options.loadMode !== undefined && !LOAD_MODES.includes(options.loadMode)) {
+    throw optionError("loadMode", '"essential" or "discoverable"', options.loadMode);
+  }
   return {
+    approval: approvalOverrides(options.approval),
+    loadMode: options.loadMode,
     plugins: stringList("plugins", options.plugins),
     defaultDirs: boolean("defaultDirs", options.defaultDirs, true),
     isolation,
@@ -159,6 +201,29 @@ function parseResult(json) {
   return json === null || json === undefined ? undefined : JSON.parse(json);
 }
 
+/// Whether `schema` is closed throughout: every object schema in it with `properties` refuses
+/// others (`additionalProperties: false`, what `tool_params!` derives), so the runtime may send
+/// it to providers in strict mode.
+function isStrictSchema(schema) {
+  if (schema === null || typeof schema !== "object" || schema.type !== "object") return false;
+  const closed = (node) => {
+    if (Array.isArray(node)) return node.every(closed);
+    if (node === null || typeof node !== "object") return true;
+    if (node.properties && typeof node.properties === "object" && node.additionalProperties !== false) {
+      return false;
+    }
+    return Object.values(node).every(closed);
+  };
+  return closed(schema);
+}
+
+/// The runtime's tier for a tool: `"read"` when its plugin annotates it read-only, otherwise
+/// `"write"` (a native tool runs no shell of the runtime's; what it changes goes through its
+/// plugin, or through a pending action the model resolves).
+function defaultApproval(spec) {
+  return spec.readOnly === true ? "read" : "write";
+}
+
 /// Log through `pi.logger` when it has the method (or `log`); never throws.
 function logTo(logger, level, message) {
   if (!logger) return;
@@ -175,7 +240,10 @@ class PluginSession {
   constructor(options, pi) {
     const { native, dir } = addon();
     this.pi = pi;
+    this.options = options;
     this.closed = false;
+    this.closing = null;
+    this.onClosed = null;
     this.nextCall = 0;
     this.updateHandlers = new Map();
     const push =
@@ -223,25 +291,38 @@ class PluginSession {
     }
   }
 
+  /// The runtime's view of native action `id`. Only a successful `apply` or a `reject`
+  /// settles it: after a failed apply the runtime (xcsh's keeps such a preview pending) may
+  /// reject it, or apply it again (the plugin's apply runs again when the plugin made it
+  /// retryable; otherwise the error names the first failure).
   action(id, label, sourceToolName, detailsJson, hasReject) {
     const session = this;
-    let settled = null;
+    let state = "pending"; // "pending" | "running" | "applied" | "discarded"
     const settle = async (apply, reason) => {
-      if (settled !== null) {
+      if (state === "running") {
+        throw new Error(`Pending action "${label}" is being resolved; wait until it finishes`);
+      }
+      if (state !== "pending") {
         throw new Error(
-          `Pending action "${label}" was already ${settled}; it runs apply or reject only once`,
+          `Pending action "${label}" was already ${state}; it runs apply or reject only once`,
         );
       }
-      settled = apply ? "applied" : "discarded";
+      state = "running";
+      let outcome = apply ? "pending" : "discarded";
       try {
-        return parseResult(await session.native.settle(id, apply, String(reason ?? "")));
+        const result = parseResult(await session.native.settle(id, apply, String(reason ?? "")));
+        if (apply) outcome = "applied";
+        return result;
       } catch (error) {
         if (error && error.message === "not pending") {
+          outcome = "discarded";
           throw new Error(
             `Pending action "${label}" was discarded when the native plugins were closed; nothing was run`,
           );
         }
         throw error;
+      } finally {
+        state = outcome;
       }
     };
     const action = {
@@ -266,17 +347,29 @@ class PluginSession {
 
   tool(spec) {
     const session = this;
-    return {
+    const parameters = JSON.parse(spec.parametersJson);
+    const tool = {
       name: spec.name,
       label: spec.label,
       description: spec.description,
-      parameters: JSON.parse(spec.parametersJson),
+      parameters,
       hidden: spec.hidden,
       deferrable: spec.deferrable,
+      approval: this.options.approval.has(spec.name)
+        ? this.options.approval.get(spec.name)
+        : defaultApproval(spec),
       async execute(toolCallId, params, onUpdate, _ctx, signal) {
         return session.execute(spec.name, toolCallId, params, onUpdate, signal);
       },
+      /// xcsh's runtime tells its tools when the session ends: `"shutdown"` closes this
+      /// invocation's native session (once, whichever of its tools hears it first).
+      async onSession(event) {
+        if (event && event.reason === "shutdown") await session.close();
+      },
     };
+    if (this.options.loadMode !== undefined) tool.loadMode = this.options.loadMode;
+    if (isStrictSchema(parameters)) tool.strict = true;
+    return tool;
   }
 
   async execute(name, toolCallId, params, onUpdate, signal) {
@@ -308,9 +401,15 @@ class PluginSession {
     }
   }
 
-  async close() {
+  /// Reject what is still pending, newest first, and end the plugin processes. Idempotent:
+  /// every caller waits for the same close.
+  close() {
     this.closed = true;
-    await this.native.close();
+    if (!this.closing) {
+      this.closing = this.native.close();
+      if (this.onClosed) this.closing.then(this.onClosed, this.onClosed);
+    }
+    return this.closing;
   }
 }
 
@@ -327,7 +426,17 @@ function nativeToolFactory(options) {
     if (closed) throw new Error("nativeToolFactory: the native plugins were closed (close() was called)");
     const session = new PluginSession(checked, pi || {});
     sessions.push(session);
+    // A session closed by its runtime (`onSession` shutdown) leaves the factory's list.
+    session.onClosed = () => {
+      const at = sessions.indexOf(session);
+      if (at >= 0) sessions.splice(at, 1);
+    };
     const loadedSession = await session.load();
+    for (const name of checked.approval.keys()) {
+      if (!loadedSession.tools.some((tool) => tool.name === name)) {
+        logTo(pi && pi.logger, "warn", `nativeToolFactory: option \`approval\` names "${name}", which no loaded plugin provides`);
+      }
+    }
     loadErrors.length = 0;
     for (const error of loadedSession.loadErrors) {
       loadErrors.push({ path: error.path, message: error.message });

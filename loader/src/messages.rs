@@ -48,6 +48,15 @@ pub fn discarded(label: &str, reason: &str) -> String {
     format!("Discarded: {label}. Reason: {reason}")
 }
 
+/// Applying again an action whose apply failed and cannot run again (a runtime that keeps a
+/// failed preview pending, such as xcsh's TypeScript runtime, may ask).
+pub fn cannot_apply_again(label: &str, first_failure: &str) -> String {
+    format!(
+        "Pending action \"{label}\" was not applied: its apply failed ({first_failure}) and \
+         its plugin does not retry it. Discard it, then preview the change again."
+    )
+}
+
 /// The load error of a tool whose name is already taken (the later tool is skipped).
 pub fn name_conflict(name: &str) -> String {
     format!("Tool name \"{name}\" conflicts with existing tool")

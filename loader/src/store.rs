@@ -22,13 +22,25 @@ pub type ApplyFn = Box<dyn FnOnce(String) -> BoxFuture<Result<AgentToolResult, T
 pub type RejectFn =
     Box<dyn FnOnce(String) -> BoxFuture<Result<Option<AgentToolResult>, ToolError>> + Send>;
 
-/// A previewed change waiting for `resolve`: run exactly one of `apply` or `reject`, once.
+/// After a failed apply: the apply to run when the action is applied again, or `None` when
+/// its apply cannot run again (a one-shot apply, or a plugin that predates retryable ones).
+pub type RetryFn = Arc<dyn Fn() -> Option<ApplyFn> + Send + Sync>;
+
+/// A previewed change waiting for `resolve`.
+///
+/// `resolve` (the CLI's, the MCP server's) pops it and runs `apply` or `reject` once, whatever
+/// the outcome. A runtime that keeps a failed preview pending (the Node-API binding, for xcsh's
+/// TypeScript runtime) uses [`PendingAction::start_apply`] instead: a failed apply leaves an
+/// action that can still be rejected, or applied again when its apply is retryable.
 pub struct PendingAction {
     label: String,
     source_tool_name: String,
     details: Option<Value>,
     apply: ApplyFn,
     reject: Option<RejectFn>,
+    retry: Option<RetryFn>,
+    /// Why the first apply failed, once one did.
+    first_failure: Option<String>,
 }
 
 impl fmt::Debug for PendingAction {
@@ -55,7 +67,16 @@ impl PendingAction {
             details: None,
             apply,
             reject: None,
+            retry: None,
+            first_failure: None,
         }
+    }
+
+    /// Say how the action is applied again after a failed apply (see [`RetryFn`]).
+    #[must_use]
+    pub fn with_retry(mut self, retry: RetryFn) -> Self {
+        self.retry = Some(retry);
+        self
     }
 
     /// Check a label before building an action from untrusted input.
@@ -101,14 +122,31 @@ impl PendingAction {
         self.reject.is_some()
     }
 
-    /// Split into the callbacks, consuming the action.
-    pub(crate) fn into_callbacks(self) -> (ApplyFn, Option<RejectFn>) {
-        (self.apply, self.reject)
-    }
-
     /// Run `apply(reason)`, consuming the action (an embedder's own `resolve` uses this).
     pub fn apply(self, reason: String) -> BoxFuture<Result<AgentToolResult, ToolError>> {
         (self.apply)(reason)
+    }
+
+    /// Start `apply(reason)`, keeping what a failed apply leaves: the future to run, and the
+    /// rest of the action, which [`AfterFailedApply::into_action`] turns back into a pending
+    /// action when the apply fails (or is interrupted). On success the rest is dropped.
+    pub fn start_apply(
+        self,
+        reason: String,
+    ) -> (
+        BoxFuture<Result<AgentToolResult, ToolError>>,
+        AfterFailedApply,
+    ) {
+        let future = (self.apply)(reason);
+        let rest = AfterFailedApply {
+            label: self.label,
+            source_tool_name: self.source_tool_name,
+            details: self.details,
+            reject: self.reject,
+            retry: self.retry,
+            first_failure: self.first_failure,
+        };
+        (future, rest)
     }
 
     /// Run `reject(reason)` when the action has one, consuming the action; `Ok(None)` when it
@@ -117,6 +155,44 @@ impl PendingAction {
         match self.reject {
             Some(reject) => reject(reason),
             None => Box::pin(async { Ok(None) }),
+        }
+    }
+}
+
+/// What of a pending action remains while its apply runs (see [`PendingAction::start_apply`]).
+pub struct AfterFailedApply {
+    label: String,
+    source_tool_name: String,
+    details: Option<Value>,
+    reject: Option<RejectFn>,
+    retry: Option<RetryFn>,
+    first_failure: Option<String>,
+}
+
+impl AfterFailedApply {
+    /// The pending action again, after its apply failed with `failure`: its reject unchanged,
+    /// and an apply that runs the plugin's again when it is retryable, or otherwise fails
+    /// with a message naming the first failure and saying what to do.
+    pub fn into_action(self, failure: &str) -> PendingAction {
+        let first_failure = self.first_failure.unwrap_or_else(|| failure.to_owned());
+        let apply = self
+            .retry
+            .as_ref()
+            .and_then(|retry| retry())
+            .unwrap_or_else(|| {
+                let message = crate::messages::cannot_apply_again(&self.label, &first_failure);
+                Box::new(move |_reason: String| -> BoxFuture<_> {
+                    Box::pin(async move { Err(ToolError::new(message)) })
+                })
+            });
+        PendingAction {
+            label: self.label,
+            source_tool_name: self.source_tool_name,
+            details: self.details,
+            apply,
+            reject: self.reject,
+            retry: self.retry,
+            first_failure: Some(first_failure),
         }
     }
 }

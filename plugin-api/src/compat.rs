@@ -47,6 +47,11 @@ pub const CAPABILITIES: &[Capability] = &[
         since: "0.3.0",
         description: "tool behaviour hints (read-only, destructive, idempotent, open-world), carried to MCP annotations",
     },
+    Capability {
+        name: "retryable-apply",
+        since: "0.5.0",
+        description: "a failed apply keeps the action's reject, and a retryable apply may run again, for runtimes that keep a failed preview pending",
+    },
 ];
 
 /// The capabilities a plugin built against `version` has (empty for a version this crate

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{ROption, RStr, RString};
@@ -17,9 +17,18 @@ use crate::guard::{drop_quietly, guard};
 use crate::{AgentToolResult, PluginError};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-type ApplyFn = Box<dyn FnOnce(String) -> BoxFuture<Result<AgentToolResult, PluginError>> + Send>;
+type ApplyFuture = BoxFuture<Result<AgentToolResult, PluginError>>;
+type ApplyOnceFn = Box<dyn FnOnce(String) -> ApplyFuture + Send>;
+type ApplyAgainFn = Arc<dyn Fn(String) -> ApplyFuture + Send + Sync>;
 type RejectFn =
     Box<dyn FnOnce(String) -> BoxFuture<Result<Option<AgentToolResult>, PluginError>> + Send>;
+
+/// An action's `apply`: run at most once ([`CustomToolPendingAction::new`]), or run again
+/// after a failure ([`CustomToolPendingAction::retryable`]).
+enum ApplyFn {
+    Once(ApplyOnceFn),
+    Retryable(ApplyAgainFn),
+}
 
 /// The `source_tool_name` of an action that does not set one.
 pub const DEFAULT_SOURCE_TOOL_NAME: &str = "custom_tool";
@@ -28,7 +37,12 @@ pub const DEFAULT_SOURCE_TOOL_NAME: &str = "custom_tool";
 /// optionally a `reject(reason)` that cleans up when the change is discarded.
 ///
 /// Push it with [`crate::CustomToolApi::push_pending_action`]; the model then calls `resolve`,
-/// and the host runs exactly one of the two callbacks, once.
+/// and the host runs the callbacks. The action is *settled* by a successful `apply` or by
+/// `reject`; after that neither runs again. A failed `apply` settles nothing: the `reject` is
+/// kept, so a runtime that keeps a failed preview pending (xcsh's TypeScript runtime does) can
+/// still discard it, and an apply made with [`CustomToolPendingAction::retryable`] may be run
+/// again. The command-line host and the MCP server consume the action whatever happens (the
+/// design note's `resolve`: pop, then apply or discard once).
 ///
 /// ```
 /// use xcsh_plugin_api::{AgentToolResult, CustomToolPendingAction};
@@ -68,9 +82,46 @@ impl CustomToolPendingAction {
         F: FnOnce(String) -> Fut + Send + 'static,
         Fut: Future<Output = Result<AgentToolResult, PluginError>> + Send + 'static,
     {
+        Self::with_apply(
+            label,
+            ApplyFn::Once(Box::new(move |reason| Box::pin(apply(reason)))),
+        )
+    }
+
+    /// An action whose `apply` may run again after it failed: a runtime that keeps a failed
+    /// preview pending lets the model fix the cause (a file restored, a lock released) and
+    /// apply again. Use it when `apply` re-checks what it changes before changing anything,
+    /// so that running it after a failure is safe; otherwise use [`CustomToolPendingAction::new`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use xcsh_plugin_api::{AgentToolResult, CustomToolPendingAction, PluginError};
+    ///
+    /// let target = Arc::new(std::path::PathBuf::from("notes.md"));
+    /// let action = CustomToolPendingAction::retryable("Touch: notes.md", move |_reason| {
+    ///     let target = Arc::clone(&target);
+    ///     async move {
+    ///         std::fs::write(&*target, "")?;
+    ///         Ok::<_, PluginError>(AgentToolResult::text("touched"))
+    ///     }
+    /// });
+    /// assert!(action.is_retryable());
+    /// ```
+    pub fn retryable<F, Fut>(label: impl Into<String>, apply: F) -> Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<AgentToolResult, PluginError>> + Send + 'static,
+    {
+        Self::with_apply(
+            label,
+            ApplyFn::Retryable(Arc::new(move |reason| Box::pin(apply(reason)))),
+        )
+    }
+
+    fn with_apply(label: impl Into<String>, apply: ApplyFn) -> Self {
         Self {
             label: label.into(),
-            apply: Box::new(move |reason| Box::pin(apply(reason))),
+            apply,
             reject: None,
             details: None,
             source_tool_name: DEFAULT_SOURCE_TOOL_NAME.to_owned(),
@@ -113,25 +164,34 @@ impl CustomToolPendingAction {
         &self.source_tool_name
     }
 
+    /// Whether its `apply` may run again after a failure ([`CustomToolPendingAction::retryable`]).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self.apply, ApplyFn::Retryable(_))
+    }
+
     pub(crate) fn into_ffi(self) -> FfiPendingAction {
         let callbacks = Callbacks {
             label: self.label,
             details_json: self.details.map(|details| details.to_string()),
             source_tool_name: self.source_tool_name,
-            apply: Mutex::new(Some(self.apply)),
-            reject: Mutex::new(self.reject),
+            apply: Arc::new(Mutex::new(Some(self.apply))),
+            reject: Arc::new(Mutex::new(self.reject)),
         };
         PendingActionFfi_TO::from_value(callbacks, TD_Opaque)
     }
 }
 
 /// The plugin-side half of a pending action's vtable: its description and callbacks.
+///
+/// A slot is emptied when its callback can no longer run: `apply` when a one-shot apply
+/// started, both when the action settled (a successful apply, or a reject).
 struct Callbacks {
     label: String,
     details_json: Option<String>,
     source_tool_name: String,
-    apply: Mutex<Option<ApplyFn>>,
-    reject: Mutex<Option<RejectFn>>,
+    /// Both slots are shared with a running apply, which empties them when it succeeds.
+    apply: Arc<Mutex<Option<ApplyFn>>>,
+    reject: Arc<Mutex<Option<RejectFn>>>,
 }
 
 impl Drop for Callbacks {
@@ -145,10 +205,12 @@ impl Drop for Callbacks {
 
 /// Take the callback out of its slot, so it runs at most once even if a host misbehaves.
 fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
-    match slot.lock() {
-        Ok(mut guard) => guard.take(),
-        Err(poisoned) => poisoned.into_inner().take(),
-    }
+    lock(slot).take()
+}
+
+/// Lock a slot; a poisoned one is still a plain `Option`.
+fn lock<T>(slot: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn already_resolved<T: 'static>() -> FfiFuture<abi_stable::std_types::RResult<T, RString>> {
@@ -172,25 +234,39 @@ impl PendingActionFfi for Callbacks {
     }
 
     fn apply(&self, reason: RString) -> FfiFuture<FfiOutcome> {
-        let Some(apply) = take(&self.apply) else {
-            return already_resolved();
+        let future = {
+            let mut slot = lock(&self.apply);
+            match slot.take() {
+                None => return already_resolved(),
+                Some(ApplyFn::Once(apply)) => apply(reason.into_string()),
+                Some(ApplyFn::Retryable(apply)) => {
+                    let future = apply(reason.into_string());
+                    *slot = Some(ApplyFn::Retryable(apply));
+                    future
+                }
+            }
         };
-        take(&self.reject);
+        let (apply, reject) = (Arc::clone(&self.apply), Arc::clone(&self.reject));
         guard(
-            async move { apply(reason.into_string()).await },
+            async move {
+                let result = future.await;
+                if result.is_ok() {
+                    // Settled: neither callback may run again.
+                    drop_quietly(take(&apply));
+                    drop_quietly(take(&reject));
+                }
+                result
+            },
             FfiToolResult::from,
         )
     }
 
     fn has_reject(&self) -> bool {
-        match self.reject.lock() {
-            Ok(guard) => guard.is_some(),
-            Err(poisoned) => poisoned.into_inner().is_some(),
-        }
+        lock(&self.reject).is_some()
     }
 
     fn reject(&self, reason: RString) -> FfiFuture<FfiRejectOutcome> {
-        take(&self.apply);
+        drop_quietly(take(&self.apply));
         let Some(reject) = take(&self.reject) else {
             return guard(async { Ok(None) }, |_: Option<AgentToolResult>| {
                 ROption::RNone
@@ -200,5 +276,9 @@ impl PendingActionFfi for Callbacks {
             async move { reject(reason.into_string()).await },
             |result| ROption::from(result.map(FfiToolResult::from)),
         )
+    }
+
+    fn can_apply(&self) -> bool {
+        lock(&self.apply).is_some()
     }
 }

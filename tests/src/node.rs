@@ -63,6 +63,7 @@ pub fn run(program: &Path, args: &[&str], dir: &Path) -> Output {
         .env("XCSH_PLUGIN_HOST", built.plugin_host())
         .env("XCSH_TEST_PLUGIN_DIR", plugin_dir)
         .env("XCSH_EXAMPLE_PLUGIN", built.plugin("batch-rename"))
+        .env("XCSH_TEST_V0_2_PLUGIN", crate::frozen_v0_2_plugin())
         .output()
         .unwrap_or_else(|error| panic!("cannot run {}: {error}", program.display()))
 }

@@ -25,7 +25,7 @@ use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
-use xcsh_loader::resolve::{settle, ResolveAction};
+use xcsh_loader::resolve::{settle, settle_or_keep, ResolveAction};
 use xcsh_loader::tool::{CallOptions, CancelToken, PacedUpdates};
 use xcsh_loader::{Isolation, Session};
 
@@ -78,6 +78,8 @@ pub struct NativeTool {
     pub parameters_json: String,
     pub hidden: bool,
     pub deferrable: bool,
+    /// The plugin's read-only hint (`undefined` when it gives none, or predates hints).
+    pub read_only: Option<bool>,
     /// The plugin file it comes from.
     pub origin: String,
 }
@@ -196,6 +198,7 @@ impl NativeSession {
                 description: spec.description,
                 hidden: spec.hidden,
                 deferrable: spec.deferrable,
+                read_only: spec.hints.read_only,
             })
             .collect()
     }
@@ -272,23 +275,28 @@ impl NativeSession {
         lock(&self.shared.calls).entry(call).or_default().cancel();
     }
 
-    /// Run the plugin's `apply` (or `reject`) of action `id`, once. Resolves with the result
-    /// as JSON; a reject that gave none (or no reject at all) resolves `null`. Rejects when
-    /// the action is no longer pending (settled already, or discarded by `close`).
+    /// Run the plugin's `apply` (or `reject`) of action `id`. Resolves with the result as
+    /// JSON; a reject that gave none (or no reject at all) resolves `null`. Only a successful
+    /// apply or a reject settles the action: after a failed apply it stays in the table under
+    /// `id`, for a reject or another apply (xcsh's runtime keeps a failed preview pending).
+    /// Rejects with `not pending` when the action is no longer there (settled already, or
+    /// discarded by `close`).
     #[napi]
     pub async fn settle(&self, id: u32, apply: bool, reason: String) -> Result<Option<String>> {
-        let action = self
+        let store = self
             .shared
             .store
             .as_ref()
-            .and_then(|store| store.take(id))
+            .ok_or_else(|| Error::from_reason("not pending"))?;
+        let action = store
+            .take(id)
             .ok_or_else(|| Error::from_reason("not pending"))?;
         let how = if apply {
             ResolveAction::Apply
         } else {
             ResolveAction::Discard
         };
-        let result = settle(
+        let settlement = settle_or_keep(
             action,
             how,
             reason,
@@ -296,7 +304,21 @@ impl NativeSession {
             self.shared.timeout,
         )
         .await;
-        match result {
+        if let Some(unsettled) = settlement.unsettled {
+            // `close` may have run meanwhile: then the action is discarded as it would have been.
+            if let Some(action) = store.put_back(id, unsettled, &self.shared.closed) {
+                let reason = xcsh_loader::messages::SESSION_ENDED.to_owned();
+                let _ = settle(
+                    action,
+                    ResolveAction::Discard,
+                    reason,
+                    &CancelToken::new(),
+                    self.shared.timeout,
+                )
+                .await;
+            }
+        }
+        match settlement.result {
             Ok(Some(result)) => serde_json::to_string(&result)
                 .map(Some)
                 .map_err(|error| Error::from_reason(format!("cannot encode the result: {error}"))),

@@ -9,7 +9,7 @@
 //! before the call ends.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use napi::bindgen_prelude::FnArgs;
@@ -50,6 +50,23 @@ impl RuntimeStore {
     /// discarded by `close`).
     pub(crate) fn take(&self, id: u32) -> Option<PendingAction> {
         lock(&self.actions).remove(&id)
+    }
+
+    /// Put action `id` back after a failed apply, unless the session closed meanwhile: then
+    /// the action is handed back, for the caller to discard as `close` would have.
+    pub(crate) fn put_back(
+        &self,
+        id: u32,
+        action: PendingAction,
+        closed: &AtomicBool,
+    ) -> Option<PendingAction> {
+        let mut actions = lock(&self.actions);
+        // Checked under the table's lock: `close` sets the flag before it empties the table.
+        if closed.load(Ordering::SeqCst) {
+            return Some(action);
+        }
+        actions.insert(id, action);
+        None
     }
 
     /// Every action not yet settled, newest first (the order `close` discards them).

@@ -261,6 +261,124 @@ test("close() rejects every native action never resolved, newest first, and ends
   await factory.close();
 });
 
+test("a failed apply settles nothing: the action can still be rejected, or applied again when its plugin retries", { timeout: SLOW }, async () => {
+  for (const isolation of ["process", "in-process"]) {
+    const { factory, store, cwd, tools } = await load([plugin("batch_rename"), plugin("fixture_journal")], { isolation });
+    try {
+      // Retryable (batch_rename checks the whole plan before renaming): fix the cause, apply again.
+      fs.writeFileSync(path.join(cwd, "a1.txt"), "one");
+      await tools.batch_rename_preview.execute("c1", { files: ["a1.txt"], find: "a", replace: "b" });
+      const rename = store.pop();
+      fs.rmSync(path.join(cwd, "a1.txt"));
+      await assert.rejects(rename.apply("go"), /source a1\.txt no longer exists/, isolation);
+      await assert.rejects(rename.apply("go"), /source a1\.txt no longer exists/, "the plugin's apply ran again");
+      fs.writeFileSync(path.join(cwd, "a1.txt"), "one");
+      assert.equal(text(await rename.apply("restored")), "Applied batch rename. Reason: restored");
+      assert.ok(fs.existsSync(path.join(cwd, "b1.txt")), isolation);
+      await assert.rejects(rename.reject("late"), /already applied/);
+
+      // Not retryable (journal appends): applying again names the first failure; reject still runs.
+      fs.mkdirSync(path.join(cwd, "journal.txt"));
+      await tools.journal_preview.execute("c2", { journal: "journal.txt", entry: "one" });
+      const entry = store.pop();
+      const first = await entry.apply("go").then(() => null, (error) => error.message);
+      assert.ok(first, `${isolation}: the apply failed`);
+      await assert.rejects(entry.apply("again"), (error) => {
+        assert.match(error.message, /Pending action "Journal: one" was not applied: its apply failed/);
+        assert.ok(error.message.includes(first), `${error.message} names ${first}`);
+        assert.match(error.message, /Discard it, then preview the change again/);
+        assert.doesNotMatch(error.message, /already applied/);
+        return true;
+      });
+      fs.rmdirSync(path.join(cwd, "journal.txt"));
+      assert.equal(text(await entry.reject("give up")), "dropped one");
+      assert.deepEqual(journal(cwd), ["rejected one: give up"]);
+      await assert.rejects(entry.apply("late"), /already discarded/);
+    } finally {
+      await factory.close();
+    }
+  }
+});
+
+test("a 0.2 plugin's failed apply took its reject: the reject resolves undefined; close() rejects what a failed apply left", { timeout: SLOW }, async () => {
+  const v02 = process.env.XCSH_TEST_V0_2_PLUGIN;
+  if (!v02) return; // only the Rust test runner builds the frozen 0.2 fixture
+  for (const isolation of ["process", "in-process"]) {
+    const { factory, store, tools } = await load([v02, plugin("fixture_journal")], { isolation });
+    try {
+      await tools.frozen_preview.execute("c", { text: "fail-me" });
+      const frozen = store.pop();
+      await assert.rejects(frozen.apply("go"), /apply of fail-me failed on purpose/);
+      await assert.rejects(frozen.apply("go"), /its apply failed \(apply of fail-me failed on purpose\)/);
+      assert.equal(await frozen.reject("discard"), undefined, isolation);
+      await assert.rejects(frozen.reject("again"), /already discarded/);
+    } finally {
+      await factory.close();
+    }
+  }
+  const { factory, store, cwd, tools } = await load([plugin("fixture_journal")]);
+  fs.mkdirSync(path.join(cwd, "journal.txt"));
+  await tools.journal_preview.execute("c", { journal: "journal.txt", entry: "left" });
+  await assert.rejects(store.peek().apply("go"));
+  fs.rmdirSync(path.join(cwd, "journal.txt"));
+  await factory.close();
+  assert.deepEqual(journal(cwd), ["rejected left: Session ended before this action was resolved."]);
+});
+
+test("approval: read for a read-only tool, write otherwise, overridden by name; loadMode and strict", { timeout: SLOW }, async () => {
+  const logged = [];
+  const { factory, tools } = await load([plugin("batch_rename"), plugin("fixture_journal"), plugin("fixture_crash")], {
+    approval: { journal_preview: "exec", no_such_tool: "read" },
+    loadMode: "essential",
+    logger: { warn: (line) => logged.push(line) },
+  });
+  try {
+    // A deferrable tool only previews: read-only unless its plugin says otherwise.
+    assert.equal(tools.batch_rename_preview.approval, "read");
+    assert.equal(tools.pid.approval, "write", "no read-only hint");
+    assert.equal(tools.journal_preview.approval, "exec");
+    for (const tool of Object.values(tools)) assert.equal(tool.loadMode, "essential");
+    assert.equal(tools.batch_rename_preview.strict, true, "tool_params! schemas are closed");
+    assert.ok(logged.some((line) => line.includes('"no_such_tool"')), `${logged}`);
+  } finally {
+    await factory.close();
+  }
+  const defaults = await load([plugin("batch_rename")]);
+  assert.equal(defaults.tools.batch_rename_preview.loadMode, undefined, "the runtime's default stands");
+  await defaults.factory.close();
+  assert.throws(() => nativeToolFactory({ approval: { x: "root" } }), (error) => error instanceof TypeError && /approval\.x/.test(error.message));
+  assert.throws(() => nativeToolFactory({ loadMode: "lazy" }), (error) => error instanceof TypeError && /loadMode/.test(error.message));
+});
+
+test("onSession shutdown closes only that invocation's session, once, whichever tool hears it", { timeout: SLOW }, async () => {
+  const factory = nativeToolFactory({ plugins: [plugin("fixture_journal"), plugin("fixture_crash")], defaultDirs: false });
+  const main = new PendingActionStore();
+  const sub = new PendingActionStore();
+  const [mainCwd, subCwd] = [scratch(), scratch()];
+  const mainTools = Object.fromEntries((await factory(runtimeApi(mainCwd, main))).map((t) => [t.name, t]));
+  const subTools = Object.fromEntries((await factory(runtimeApi(subCwd, sub))).map((t) => [t.name, t]));
+  try {
+    await subTools.journal_preview.execute("c", { journal: "journal.txt", entry: "sub" });
+    await mainTools.journal_preview.execute("c", { journal: "journal.txt", entry: "main" });
+    const subPid = Number(text(await subTools.pid.execute("c", {})));
+    const mainPid = Number(text(await mainTools.pid.execute("c", {})));
+    await Promise.all([
+      subTools.journal_preview.onSession({ reason: "shutdown", previousSessionFile: undefined }),
+      subTools.pid.onSession({ reason: "shutdown", previousSessionFile: undefined }),
+    ]);
+    await subTools.ping.onSession({ reason: "shutdown", previousSessionFile: undefined });
+    assert.deepEqual(journal(subCwd), ["rejected sub: Session ended before this action was resolved."]);
+    assert.ok(!processAlive(subPid), "the subagent session's plugin process ended");
+    await assert.rejects(subTools.ping.execute("c", {}), /closed/);
+    // The other session is untouched.
+    await mainTools.journal_preview.onSession({ reason: "start", previousSessionFile: undefined });
+    assert.ok(processAlive(mainPid));
+    assert.equal(text(await main.pop().apply("still here")), "journaled main");
+  } finally {
+    await factory.close();
+  }
+});
+
 test("import and require give the same factory", async () => {
   const esm = await import("@xcsh/native-plugins");
   assert.equal(esm.nativeToolFactory, nativeToolFactory);

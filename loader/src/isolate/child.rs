@@ -447,8 +447,12 @@ fn load(
 }
 
 /// Apply or reject `action` on this worker, then answer `request`.
-fn resolve(shared: &Shared, request: u64, action: u64, reason: String, apply: bool) {
-    let Some(action) = lock(&shared.pushes.actions).remove(&action) else {
+///
+/// A failed apply settles nothing: the action goes back into the table under its id, for the
+/// host to reject, apply again (its copy decides whether the plugin's apply runs again), or
+/// drop (what the host's own `resolve` does: pop, then apply once).
+fn resolve(shared: &Shared, request: u64, id: u64, reason: String, apply: bool) {
+    let Some(action) = lock(&shared.pushes.actions).remove(&id) else {
         shared.outgoing.send(&ChildMessage::Resolved {
             request,
             resolution: Resolution::Failed {
@@ -457,28 +461,24 @@ fn resolve(shared: &Shared, request: u64, action: u64, reason: String, apply: bo
         });
         return;
     };
-    let (apply_fn, reject_fn) = action.into_callbacks();
-    let resolution = shared.runtime.block_on(async move {
-        if apply {
-            match apply_fn(reason).await {
-                Ok(result) => Resolution::Applied { result },
-                Err(error) => Resolution::Failed {
-                    message: error.message().to_owned(),
-                },
-            }
-        } else {
-            let outcome = match reject_fn {
-                Some(reject) => reject(reason).await,
-                None => Ok(None),
-            };
-            match outcome {
-                Ok(result) => Resolution::Rejected { result },
-                Err(error) => Resolution::Failed {
-                    message: error.message().to_owned(),
-                },
+    let resolution = if apply {
+        let (future, rest) = action.start_apply(reason);
+        match shared.runtime.block_on(future) {
+            Ok(result) => Resolution::Applied { result },
+            Err(error) => {
+                let message = error.message().to_owned();
+                lock(&shared.pushes.actions).insert(id, rest.into_action(&message));
+                Resolution::Failed { message }
             }
         }
-    });
+    } else {
+        match shared.runtime.block_on(action.reject(reason)) {
+            Ok(result) => Resolution::Rejected { result },
+            Err(error) => Resolution::Failed {
+                message: error.message().to_owned(),
+            },
+        }
+    };
     shared.outgoing.send(&ChildMessage::Resolved {
         request,
         resolution,

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::connection::Connection;
 use super::protocol::{HostMessage, Resolution};
 use crate::messages::action_orphaned;
-use crate::store::{BoxFuture, PendingAction};
+use crate::store::{ApplyFn, BoxFuture, PendingAction};
 use crate::tool::ToolError;
 
 /// One action in one child; tells the child to drop it unless it was applied or rejected.
@@ -36,15 +36,46 @@ impl Drop for ActionHandle {
 }
 
 impl ActionHandle {
+    /// Send the apply or reject `message` and wait for the child's answer. The action is
+    /// settled unless an apply failed: the child then keeps it, for a reject or a retry (the
+    /// host's own `resolve` drops it, and the drop reaches the child).
     async fn resolve(
         &self,
         message: impl FnOnce(u64) -> HostMessage,
+        apply: bool,
     ) -> Result<Resolution, ToolError> {
+        // Settled while in flight: the child took the action out of its table to run it.
         self.settled.store(true, Ordering::SeqCst);
-        self.connection.resolve(message).await.map_err(|cause| {
+        let resolution = self.connection.resolve(message).await.map_err(|cause| {
             ToolError::new(action_orphaned(&self.label, &self.connection.path, &cause))
-        })
+        })?;
+        if apply && matches!(resolution, Resolution::Failed { .. }) {
+            self.settled.store(false, Ordering::SeqCst);
+        }
+        Ok(resolution)
     }
+}
+
+/// The apply of the action behind `handle`: the child runs the plugin's.
+fn proxy_apply(handle: &Arc<ActionHandle>) -> ApplyFn {
+    let handle = Arc::clone(handle);
+    Box::new(move |reason: String| -> BoxFuture<_> {
+        Box::pin(async move {
+            let action = handle.action;
+            let message = |request| HostMessage::Apply {
+                request,
+                action,
+                reason,
+            };
+            match handle.resolve(message, true).await? {
+                Resolution::Applied { result } => Ok(result),
+                Resolution::Failed { message } => Err(ToolError::new(message)),
+                Resolution::Rejected { .. } => Err(ToolError::new(
+                    "the plugin process answered apply with a reject",
+                )),
+            }
+        })
+    })
 }
 
 /// The proxy for action `action` that `connection`'s child pushed.
@@ -62,28 +93,12 @@ pub(super) fn proxy_action(
         label: label.clone(),
         settled: AtomicBool::new(false),
     });
-    let for_apply = Arc::clone(&handle);
-    let mut pending = PendingAction::new(
-        label,
-        source_tool_name,
-        Box::new(move |reason: String| -> BoxFuture<_> {
-            Box::pin(async move {
-                let message = |request| HostMessage::Apply {
-                    request,
-                    action,
-                    reason,
-                };
-                match for_apply.resolve(message).await? {
-                    Resolution::Applied { result } => Ok(result),
-                    Resolution::Failed { message } => Err(ToolError::new(message)),
-                    Resolution::Rejected { .. } => Err(ToolError::new(
-                        "the plugin process answered apply with a reject",
-                    )),
-                }
-            })
-        }),
-    )
-    .with_details(details);
+    let for_retry = Arc::clone(&handle);
+    let mut pending = PendingAction::new(label, source_tool_name, proxy_apply(&handle))
+        .with_details(details)
+        // The child keeps an action whose apply failed, and its own copy decides what applying
+        // it again does (the plugin's apply again, or the error naming the first failure).
+        .with_retry(Arc::new(move || Some(proxy_apply(&for_retry))));
     if has_reject {
         pending = pending.with_reject(Box::new(move |reason: String| -> BoxFuture<_> {
             Box::pin(async move {
@@ -92,7 +107,7 @@ pub(super) fn proxy_action(
                     action,
                     reason,
                 };
-                match handle.resolve(message).await? {
+                match handle.resolve(message, false).await? {
                     Resolution::Rejected { result } => Ok(result),
                     Resolution::Failed { message } => Err(ToolError::new(message)),
                     Resolution::Applied { .. } => Err(ToolError::new(

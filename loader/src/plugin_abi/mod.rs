@@ -79,20 +79,14 @@ fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, To
     let details = details_from_json(action.details_json());
     let callbacks: Arc<FfiPendingAction> = Arc::new(action);
     let has_reject = callbacks.has_reject();
-    let for_apply = Arc::clone(&callbacks);
-    let mut pending = PendingAction::new(
-        label,
-        source_tool_name,
-        Box::new(move |reason: String| -> BoxFuture<_> {
-            Box::pin(async move {
-                match for_apply.apply(reason.into()).await {
-                    RResult::ROk(result) => Ok(AgentToolResult::from(result)),
-                    RResult::RErr(message) => Err(ToolError::new(message.into_string())),
-                }
-            })
-        }),
-    )
-    .with_details(details);
+    let for_retry = Arc::clone(&callbacks);
+    let mut pending = PendingAction::new(label, source_tool_name, ffi_apply(&callbacks))
+        .with_details(details)
+        // After a failed apply, the plugin says whether its apply may run again (`false` from
+        // a plugin before ABI 1.2, whose apply ran once whatever its outcome).
+        .with_retry(Arc::new(move || {
+            for_retry.can_apply().then(|| ffi_apply(&for_retry))
+        }));
     if has_reject {
         pending = pending.with_reject(Box::new(move |reason: String| -> BoxFuture<_> {
             Box::pin(async move {
@@ -104,6 +98,19 @@ fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, To
         }));
     }
     Ok(pending)
+}
+
+/// The plugin's `apply` of `action`, as the store's callback.
+fn ffi_apply(action: &Arc<FfiPendingAction>) -> crate::store::ApplyFn {
+    let action = Arc::clone(action);
+    Box::new(move |reason: String| -> BoxFuture<_> {
+        Box::pin(async move {
+            match action.apply(reason.into()).await {
+                RResult::ROk(result) => Ok(AgentToolResult::from(result)),
+                RResult::RErr(message) => Err(ToolError::new(message.into_string())),
+            }
+        })
+    })
 }
 
 /// A tool loaded from a plugin library.

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use xcsh_plugin_api::{AgentToolResult, Content};
 
 use crate::messages;
-use crate::store::{BoxFuture, PendingAction, PendingActionStore};
+use crate::store::{PendingAction, PendingActionStore};
 use crate::tool::{bounded, Interrupted, ToolOutcome};
 use crate::tool::{CancelToken, ToolHints, ToolOrigin, ToolSpec};
 
@@ -126,8 +126,7 @@ pub(crate) async fn run_resolve(
 
 /// Run `action`'s `apply` (its result as `Some`) or its `reject` (its result; `None` when it has
 /// none or gave none), bounded by `cancel` and `timeout`. The action is consumed whatever
-/// happens; an error is the message for the model. `resolve` settles its actions with this,
-/// and so does a runtime that keeps its own store (the Node-API binding).
+/// happens (the design note's `resolve`); an error is the message for the model.
 pub async fn settle(
     action: PendingAction,
     how: ResolveAction,
@@ -135,24 +134,81 @@ pub async fn settle(
     cancel: &CancelToken,
     timeout: Option<Duration>,
 ) -> Result<Option<AgentToolResult>, String> {
-    if how == ResolveAction::Discard && !action.has_reject() {
-        return Ok(None);
-    }
+    run(action, how, reason, cancel, timeout, false)
+        .await
+        .result
+}
+
+/// What became of an action [`settle_or_keep`] ran.
+pub struct Settlement {
+    /// As [`settle`]'s result.
+    pub result: Result<Option<AgentToolResult>, String>,
+    /// After an apply that failed or was interrupted: the action, still unsettled (it may be
+    /// rejected, or applied again; see [`PendingAction::start_apply`]). `None` once settled.
+    pub unsettled: Option<PendingAction>,
+}
+
+/// As [`settle`], for a runtime that keeps a failed preview pending (the Node-API binding, for
+/// xcsh's TypeScript runtime): only a successful apply or a reject settles the action; after a
+/// failed apply it comes back in [`Settlement::unsettled`].
+pub async fn settle_or_keep(
+    action: PendingAction,
+    how: ResolveAction,
+    reason: String,
+    cancel: &CancelToken,
+    timeout: Option<Duration>,
+) -> Settlement {
+    run(action, how, reason, cancel, timeout, true).await
+}
+
+/// [`settle`] (`keep` false) and [`settle_or_keep`] (`keep` true).
+async fn run(
+    action: PendingAction,
+    how: ResolveAction,
+    reason: String,
+    cancel: &CancelToken,
+    timeout: Option<Duration>,
+    keep: bool,
+) -> Settlement {
     let label = action.label().to_owned();
-    let (callback, future): (&str, BoxFuture<_>) = match how {
-        ResolveAction::Apply => (
-            "apply",
-            Box::pin(async move { action.apply(reason).await.map(Some) }),
-        ),
-        ResolveAction::Discard => ("reject", action.reject(reason)),
+    if how == ResolveAction::Discard {
+        if !action.has_reject() {
+            return Settlement {
+                result: Ok(None),
+                unsettled: None,
+            };
+        }
+        let result = match bounded(action.reject(reason), cancel, timeout).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(error.message().to_owned()),
+            Err(interrupted) => Err(interrupted_text(interrupted, "reject", &label, false)),
+        };
+        return Settlement {
+            result,
+            unsettled: None,
+        };
+    }
+    let (apply, rest) = action.start_apply(reason);
+    let failure = match bounded(apply, cancel, timeout).await {
+        Ok(Ok(result)) => {
+            return Settlement {
+                result: Ok(Some(result)),
+                unsettled: None,
+            }
+        }
+        Ok(Err(error)) => error.message().to_owned(),
+        Err(interrupted) => interrupted_text(interrupted, "apply", &label, keep),
     };
-    match bounded(future, cancel, timeout).await {
-        Ok(Ok(result)) => Ok(result),
-        Ok(Err(error)) => Err(error.message().to_owned()),
-        Err(interrupted) => Err(interrupted_text(interrupted, callback, &label)),
+    Settlement {
+        unsettled: keep.then(|| rest.into_action(&failure)),
+        result: Err(failure),
     }
 }
 
-fn interrupted_text(interrupted: Interrupted, callback: &str, label: &str) -> String {
-    format!("{callback} of \"{label}\" {interrupted}; the pending action was consumed")
+fn interrupted_text(interrupted: Interrupted, callback: &str, label: &str, kept: bool) -> String {
+    if kept {
+        format!("{callback} of \"{label}\" {interrupted}; the action is still pending")
+    } else {
+        format!("{callback} of \"{label}\" {interrupted}; the pending action was consumed")
+    }
 }

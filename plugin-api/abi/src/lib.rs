@@ -29,6 +29,9 @@
 //!   fallback).
 //! - New in ABI 1.1 (`xcsh-plugin-api` 0.3): [`ToolFfi::annotations`], the tool's
 //!   behaviour hints ([`FfiToolAnnotations`]); `RNone` from a 0.2 plugin.
+//! - New in ABI 1.2 (`xcsh-plugin-api` 0.5): [`PendingActionFfi::can_apply`], so that a host
+//!   that keeps a failed apply pending knows whether the apply may run again; `false` from an
+//!   older plugin.
 //! - Enums are integers in a `#[repr(transparent)]` wrapper with associated constants
 //!   ([`FfiContentKind`], [`FfiLogLevel`]): a host meeting a value it does not know sees the
 //!   raw number (`known()` returns `None`) instead of misreading it.
@@ -278,13 +281,27 @@ pub trait PendingActionFfi: Send + Sync {
     fn details_json(&self) -> ROption<RString>;
     /// The tool that produced the action.
     fn source_tool_name(&self) -> RStr<'_>;
-    /// Commit the previewed change. Called at most once.
+    /// Commit the previewed change. A successful apply settles the action (neither callback
+    /// runs again). Up to ABI 1.1 a plugin's apply also took its reject, whatever the outcome;
+    /// from 1.2 a failed apply keeps the reject, and a retryable one keeps the apply too
+    /// (see [`PendingActionFfi::can_apply`]).
     fn apply(&self, reason: RString) -> FfiFuture<FfiOutcome>;
-    /// Whether [`PendingActionFfi::reject`] does anything.
+    /// Whether [`PendingActionFfi::reject`] does anything (now: the answer changes when the
+    /// action settles, or, from a plugin before ABI 1.2, when an apply started).
     fn has_reject(&self) -> bool;
-    /// Clean up on discard. Called at most once, and only when `apply` was not.
+    /// Clean up on discard. Settles the action; called at most once, and never after a
+    /// successful apply.
     #[sabi(last_prefix_field)]
     fn reject(&self, reason: RString) -> FfiFuture<FfiRejectOutcome>;
+
+    // ---- Added in ABI 1.2 (xcsh-plugin-api 0.5). Every method below needs a default body. ----
+
+    /// Whether [`PendingActionFfi::apply`] would run the plugin's apply now: before the first
+    /// apply, and after a failed one when the plugin made its apply retryable. `false` from a
+    /// plugin before ABI 1.2 (the default body), whose apply ran once whatever its outcome.
+    fn can_apply(&self) -> bool {
+        false
+    }
 }
 
 /// A pending action as it crosses the boundary (an owned [`PendingActionFfi`] object).

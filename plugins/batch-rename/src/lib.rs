@@ -116,21 +116,24 @@ impl CustomTool for BatchRenamePreview {
     ) -> Result<AgentToolResult, PluginError> {
         let renames = plan(&params)?;
         let n = renames.len();
-        let cwd = ctx.cwd().to_owned();
+        let cwd = std::sync::Arc::new(ctx.cwd().to_owned());
         let mut text = format!("Prepared rename plan for {n} files");
         for rename in &renames {
             text.push_str(&format!("\n{} -> {}", rename.from, rename.to));
         }
+        let renames = std::sync::Arc::new(renames);
         ctx.push_pending_action(
-            CustomToolPendingAction::new(
-                format!("Batch rename: {n} files"),
-                move |reason| async move {
+            // Retryable: `apply_plan` checks the whole plan before renaming anything, so after
+            // a failure (a source deleted meanwhile) the model may fix the cause and apply again.
+            CustomToolPendingAction::retryable(format!("Batch rename: {n} files"), move |reason| {
+                let (cwd, renames) = (cwd.clone(), renames.clone());
+                async move {
                     apply_plan(&cwd, &renames)?;
                     Ok(AgentToolResult::text(format!(
                         "Applied batch rename. Reason: {reason}"
                     )))
-                },
-            )
+                }
+            })
             .with_reject(|reason| async move {
                 Ok(Some(AgentToolResult::text(format!(
                     "Discarded batch rename. Reason: {reason}"

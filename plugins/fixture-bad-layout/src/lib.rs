@@ -35,7 +35,7 @@ impl RootModule for WrongModuleRef {
     const BASE_NAME: &'static str = "xcsh_plugin";
     const NAME: &'static str = "xcsh_plugin";
     // The ABI crate's version, so abi_stable's own version check passes.
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.1.0");
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.2.0");
 }
 
 extern "C" fn create_tools() -> RResult<u32, RString> {

@@ -67,6 +67,11 @@ impl CustomTool for Preview {
         let applied = text.clone();
         self.api.push_pending_action(
             CustomToolPendingAction::new(format!("Frozen: write {text}"), move |reason| async move {
+                // A text starting with "fail" makes apply fail: what a 0.2 plugin's failed
+                // apply leaves behind (its apply took the reject too) is tested on it.
+                if applied.starts_with("fail") {
+                    return Err(PluginError::new(format!("apply of {applied} failed on purpose")));
+                }
                 Ok(AgentToolResult::text(format!("applied {applied} ({reason})")))
             })
             .with_reject(|reason| async move {
