@@ -53,6 +53,16 @@ pub fn skipped(what: &str) {
 
 /// `program args...` in `dir`, with the addon, plugin host and plugin directory of this build.
 pub fn run(program: &Path, args: &[&str], dir: &Path) -> Output {
+    run_with(program, args, dir, &[])
+}
+
+/// As [`run`], with `extra` variables set too.
+pub fn run_with(
+    program: &Path,
+    args: &[&str],
+    dir: &Path,
+    extra: &[(&str, &std::ffi::OsStr)],
+) -> Output {
     let built = artifacts();
     let plugins = built.plugin("fixture-journal");
     let plugin_dir = plugins.parent().unwrap_or(Path::new("."));
@@ -64,6 +74,7 @@ pub fn run(program: &Path, args: &[&str], dir: &Path) -> Output {
         .env("XCSH_TEST_PLUGIN_DIR", plugin_dir)
         .env("XCSH_EXAMPLE_PLUGIN", built.plugin("batch-rename"))
         .env("XCSH_TEST_V0_2_PLUGIN", crate::frozen_v0_2_plugin())
+        .envs(extra.iter().copied())
         .output()
         .unwrap_or_else(|error| panic!("cannot run {}: {error}", program.display()))
 }
