@@ -89,7 +89,9 @@ async fn apply_of_a_stale_preview_renames_nothing_and_names_the_file() {
     assert!(applied.is_error);
     assert!(applied.text().contains("b2.txt"), "{}", applied.text());
     assert_eq!(listing(dir.path()), ["a1.txt", "a2.txt", "b2.txt"]);
-    // The failed action was consumed, and the details still describe it.
+    // The failed action was consumed (the design note's `resolve`, even though batch_rename's
+    // apply is retryable: only a runtime that keeps failed previews retries), and the details
+    // still describe it.
     assert!(!session.has_pending());
     assert_eq!(
         applied.result.details.as_ref().unwrap()["label"],
