@@ -246,6 +246,14 @@ class PluginSession {
     this.onClosed = null;
     this.nextCall = 0;
     this.updateHandlers = new Map();
+    // Running calls' promise settlers, by call number; the addon answers each exactly once
+    // through `settle` (one thread-safe function for the session, not one per call).
+    this.running = new Map();
+    // The addon's functions never keep the runtime alive; a running call does, through this
+    // timer, referenced only while calls run (`ref`/`unref` are flag flips, cheaper per call
+    // than a timer made and cleared).
+    this.keepAlive = setInterval(() => {}, 1 << 30);
+    this.keepAlive.unref();
     const push =
       typeof pi.pushPendingAction === "function"
         ? (id, label, sourceToolName, detailsJson, hasReject) =>
@@ -277,7 +285,31 @@ class PluginSession {
       pi.logger
         ? (level, plugin, line) => logTo(pi.logger, level, `[${path.basename(plugin)}] ${line}`)
         : null,
+      (call, ok, text) => this.settled(call, ok, text),
     );
+  }
+
+  /// The addon's answer to call `call`: the result's JSON, or the error's message.
+  settled(call, ok, text) {
+    const waiting = this.running.get(call);
+    if (!waiting) return;
+    this.running.delete(call);
+    if (this.running.size === 0) this.keepAlive.unref();
+    if (ok) {
+      try {
+        waiting.resolve(JSON.parse(text));
+      } catch (error) {
+        waiting.reject(error);
+      }
+    } else {
+      waiting.reject(new Error(text));
+    }
+  }
+
+  /// A promise for call `call`, settled by `settled`.
+  waitFor(call) {
+    if (this.running.size === 0) this.keepAlive.ref();
+    return new Promise((resolve, reject) => this.running.set(call, { resolve, reject }));
   }
 
   /// A native push: hand the runtime's store an action whose apply/reject run the plugin's.
@@ -380,21 +412,27 @@ class PluginSession {
     const call = this.nextCall;
     const wantsUpdates = typeof onUpdate === "function";
     if (wantsUpdates) this.updateHandlers.set(call, onUpdate);
-    const abort = () => this.native.cancel(call);
+    const abort = () => {
+      const message = this.native.cancel(call);
+      if (message !== null && message !== undefined) this.settled(call, false, message);
+    };
     const watching = signal && typeof signal.addEventListener === "function";
-    if (watching) signal.addEventListener("abort", abort, { once: true });
-    if (signal && signal.aborted) abort();
     try {
-      const started = this.native.call(
-        call,
-        name,
-        JSON.stringify(params === undefined ? {} : params),
-        String(toolCallId ?? ""),
-        wantsUpdates,
-      );
-      return JSON.parse(await started);
-    } catch (error) {
-      throw error instanceof Error ? error : new Error(messageOf(error, `Tool "${name}"`));
+      const answer = this.waitFor(call);
+      try {
+        this.native.startCall(
+          call,
+          name,
+          JSON.stringify(params === undefined ? {} : params),
+          String(toolCallId ?? ""),
+          wantsUpdates,
+        );
+      } catch (error) {
+        this.settled(call, false, messageOf(error, `Tool "${name}"`));
+      }
+      if (watching) signal.addEventListener("abort", abort, { once: true });
+      if (signal && signal.aborted) abort();
+      return await answer;
     } finally {
       if (watching) signal.removeEventListener("abort", abort);
       if (wantsUpdates) this.updateHandlers.delete(call);
@@ -406,6 +444,7 @@ class PluginSession {
   close() {
     this.closed = true;
     if (!this.closing) {
+      clearInterval(this.keepAlive);
       this.closing = this.native.close();
       if (this.onClosed) this.closing.then(this.onClosed, this.onClosed);
     }

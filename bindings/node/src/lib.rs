@@ -7,13 +7,18 @@
 //! and close. Every rule (discovery, trust, isolation, sandbox, argument validation, reload)
 //! is the loader's; nothing here repeats it.
 //!
+//! A call is started synchronously and answered through one session-wide thread-safe function
+//! ([`calls`]): two thread hand-offs per call, none of them through a runtime.
+//!
 //! What the runtime must be able to count on:
 //! - no panic unwinds into the JS engine: every exported function catches it (napi-rs does
-//!   for `async fn`s; `catch_unwind` for the others), and callbacks into JS never panic;
+//!   for `async fn`s; `catch_unwind` for the others), a call's worker catches what its job
+//!   throws, and callbacks into JS never panic;
 //! - nothing here keeps the runtime alive: the thread-safe functions are weak, and only a
-//!   pending promise (a running call) holds the event loop;
+//!   running call holds the event loop (`index.js` keeps a timer while any runs);
 //! - plugin code never runs on the JS thread, so a push can wait for JS without deadlock.
 
+mod calls;
 mod store;
 
 use std::collections::HashMap;
@@ -29,6 +34,7 @@ use xcsh_loader::resolve::{settle, settle_or_keep, ResolveAction};
 use xcsh_loader::tool::{CallOptions, CancelToken, PacedUpdates};
 use xcsh_loader::{Isolation, Session};
 
+use calls::{CallState, SettleFunction, Workers};
 use store::{lock, PushFunction, RuntimeStore};
 
 /// `(call, partialResultJson) => void`: a call's paced partial results.
@@ -100,12 +106,20 @@ pub fn parse_size(text: String) -> Result<f64> {
         .map_err(Error::from_reason)
 }
 
-/// An empty `async` call: what every binding call costs before any work (a promise, napi-rs's
-/// per-promise thread-safe function, a hop to its tokio runtime and back). The benchmark's
-/// floor (`bench/calls.js`); not part of the package's surface.
+/// An empty napi-rs `async` call (a promise, napi-rs's per-promise thread-safe function, a hop
+/// to its tokio runtime and back): what every call cost before [`calls`], shown beside the
+/// floor by the benchmark (`bench/calls.js`); not part of the package's surface.
 #[napi]
-pub async fn bench_floor() -> u32 {
+pub async fn bench_async_floor() -> u32 {
     0
+}
+
+/// Panics, so that a test can show that a panic in the addon reaches JS as an `Error` and the
+/// runtime goes on. Debug builds only.
+#[cfg(debug_assertions)]
+#[napi(catch_unwind)]
+pub fn debug_panic(message: String) {
+    panic!("{message}");
 }
 
 /// One loaded session, its calls and the actions it handed to the runtime's store.
@@ -120,8 +134,15 @@ struct Shared {
     store: Option<Arc<RuntimeStore>>,
     updates: Arc<UpdateFunction>,
     log: Option<Arc<LogFunction>>,
-    /// Running calls' cancellation, by the number `index.js` gave each.
-    calls: Mutex<HashMap<u32, CancelToken>>,
+    /// Running calls, by the number `index.js` gave each.
+    calls: Mutex<HashMap<u32, Arc<CallState>>>,
+    /// Settles calls' promises (see [`calls`]).
+    settle: Arc<SettleFunction>,
+    /// The threads calls run on.
+    workers: Workers,
+    /// napi-rs's tokio runtime, taken in `load`: calls run in its context (its timers, its
+    /// I/O, what the loader spawns), polled on the worker that runs them.
+    runtime: Mutex<Option<tokio::runtime::Handle>>,
     closed: AtomicBool,
     timeout: Option<Duration>,
     options: Mutex<Option<SessionOptions>>,
@@ -140,6 +161,7 @@ impl NativeSession {
         push: Option<PushFunction>,
         updates: UpdateFunction,
         log: Option<LogFunction>,
+        settle: SettleFunction,
     ) -> Result<Self> {
         let timeout = match options.timeout_ms {
             Some(ms) if !(ms.is_finite() && ms >= 0.0) => {
@@ -158,6 +180,9 @@ impl NativeSession {
                 updates: Arc::new(updates),
                 log: log.map(Arc::new),
                 calls: Mutex::new(HashMap::new()),
+                settle: Arc::new(settle),
+                workers: Workers::new(),
+                runtime: Mutex::new(None),
                 closed: AtomicBool::new(false),
                 timeout,
                 options: Mutex::new(Some(options)),
@@ -173,6 +198,7 @@ impl NativeSession {
             return Err(Error::from_reason("the session was already loaded"));
         };
         let builder = builder(options, &self.shared)?;
+        *lock(&self.shared.runtime) = Some(tokio::runtime::Handle::current());
         let session = tokio::task::spawn_blocking(move || builder.build())
             .await
             .map_err(|error| Error::from_reason(format!("loading the plugins failed: {error}")))?;
@@ -219,60 +245,104 @@ impl NativeSession {
             .collect()
     }
 
-    /// Call `name` with `arguments_json` (validated against its schema by the session).
-    /// Resolves with the result as JSON, or rejects with the loader's message. `call` is the
-    /// number [`NativeSession::cancel`] and the update function know this call by;
-    /// `wants_updates` paces its partial results to the update function.
-    #[napi]
-    pub async fn call(
+    /// Start calling `name` with `arguments_json` (validated against its schema by the
+    /// session) and return at once: the call runs on a worker thread ([`calls`]), and its
+    /// outcome reaches the session's settle function as `(call, ok, resultJson or message)`.
+    /// `call` is the number [`NativeSession::cancel`] and the update function know it by;
+    /// `wants_updates` paces its partial results to the update function. Throws (and settles
+    /// nothing) when the session is closed or the arguments are not JSON.
+    #[napi(catch_unwind)]
+    pub fn start_call(
         &self,
         call: u32,
         name: String,
         arguments_json: String,
         tool_call_id: String,
         wants_updates: bool,
-    ) -> Result<String> {
+    ) -> Result<()> {
         let session = self.session().ok_or_else(|| Error::from_reason(CLOSED))?;
-        let arguments = serde_json::from_str(&arguments_json).map_err(|error| {
-            Error::from_reason(format!(
-                "the arguments of tool \"{name}\" are not JSON: {error}"
-            ))
-        })?;
-        // `cancel` may have come first (an AbortSignal that fired before this future ran).
-        let cancel = lock(&self.shared.calls).entry(call).or_default().clone();
-        let paced = wants_updates.then(|| {
-            let updates = Arc::clone(&self.shared.updates);
-            PacedUpdates::start(move |_, partial| {
-                if let Ok(json) = serde_json::to_string(&partial) {
-                    updates.call((call, json).into(), ThreadsafeFunctionCallMode::NonBlocking);
-                }
-                std::future::ready(())
+        let runtime = lock(&self.shared.runtime)
+            .clone()
+            .ok_or_else(|| Error::from_reason(CLOSED))?;
+        let arguments: serde_json::Value =
+            serde_json::from_str(&arguments_json).map_err(|error| {
+                Error::from_reason(format!(
+                    "the arguments of tool \"{name}\" are not JSON: {error}"
+                ))
+            })?;
+        let state = Arc::new(CallState::new(call, name.clone()));
+        lock(&self.shared.calls).insert(call, Arc::clone(&state));
+        // A plugin that blocks its worker cannot time itself out: the watchdog answers instead.
+        let watchdog = self.shared.timeout.map(|limit| {
+            let (state, settle) = (Arc::clone(&state), Arc::clone(&self.shared.settle));
+            runtime.spawn(async move {
+                tokio::time::sleep(limit).await;
+                state.answer(&settle, false, state.timed_out(limit));
             })
         });
-        let options = CallOptions {
-            cancel,
-            timeout: None,
-            updates: paced.as_ref().map(PacedUpdates::sink),
-            tool_call_id: Some(tool_call_id),
-        };
-        let outcome = session.call_with(&name, arguments, options).await;
-        lock(&self.shared.calls).remove(&call);
-        if let Some(paced) = paced {
-            paced.finish().await;
-        }
-        if outcome.is_error {
-            return Err(Error::from_reason(outcome.text()));
-        }
-        serde_json::to_string(&outcome.result)
-            .map_err(|error| Error::from_reason(format!("cannot encode the result: {error}")))
+        let shared = Arc::clone(&self.shared);
+        let job_state = Arc::clone(&state);
+        let tool = name.clone();
+        let job = Box::new(move || {
+            let run = std::panic::AssertUnwindSafe(|| {
+                runtime.block_on(run_call(
+                    &shared,
+                    &session,
+                    &job_state,
+                    call,
+                    &name,
+                    arguments,
+                    tool_call_id,
+                    wants_updates,
+                ))
+            });
+            let (ok, text) = std::panic::catch_unwind(run).unwrap_or_else(|payload| {
+                (
+                    false,
+                    format!(
+                        "the call of tool \"{name}\" panicked in the addon: {}",
+                        panic_text(&*payload)
+                    ),
+                )
+            });
+            if let Some(watchdog) = watchdog {
+                watchdog.abort();
+            }
+            lock(&shared.calls).remove(&call);
+            job_state.answer(&shared.settle, ok, text);
+        });
+        self.shared.workers.submit(job).map_err(|error| {
+            lock(&self.shared.calls).remove(&call);
+            Error::from_reason(format!(
+                "cannot start a thread for the call of tool \"{tool}\": {error}"
+            ))
+        })
     }
 
-    /// Cancel call `call` (its `AbortSignal` fired): the plugin sees `is_cancelled()`, and one
-    /// that does not stop is stopped as a timeout stops it. `index.js` calls it only while
-    /// `call` runs (or is about to), so an entry it makes is always removed by that call.
+    /// Cancel call `call` (its `AbortSignal` fired): the plugin sees `is_cancelled()`, and the
+    /// call is answered now, from here, whether or not the plugin stops (one blocked in-process
+    /// is abandoned; a plugin process that does not stop is stopped as a timeout stops it).
+    /// Returns the message to reject the call with, or `null` when it was answered already.
     #[napi(catch_unwind)]
-    pub fn cancel(&self, call: u32) {
-        lock(&self.shared.calls).entry(call).or_default().cancel();
+    pub fn cancel(&self, call: u32) -> Option<String> {
+        let state = lock(&self.shared.calls).get(&call).cloned()?;
+        state.claim_cancelled()
+    }
+
+    /// The floor of every call, for the benchmark: an empty job handed to a worker, answered
+    /// through the settle function as `(call, true, "")`. Not part of the package's surface.
+    #[napi(catch_unwind)]
+    pub fn bench_floor(&self, call: u32) -> Result<()> {
+        let settle = Arc::clone(&self.shared.settle);
+        self.shared
+            .workers
+            .submit(Box::new(move || {
+                settle.call(
+                    (call, true, String::new()).into(),
+                    ThreadsafeFunctionCallMode::NonBlocking,
+                );
+            }))
+            .map_err(|error| Error::from_reason(error.to_string()))
     }
 
     /// Run the plugin's `apply` (or `reject`) of action `id`. Resolves with the result as
@@ -336,9 +406,13 @@ impl NativeSession {
             return Ok(());
         }
         let session = lock(&self.shared.session).take();
-        for cancel in lock(&self.shared.calls).values() {
-            cancel.cancel();
+        // Running calls are answered now (cancelled), whether or not their plugins stop.
+        for state in lock(&self.shared.calls).values() {
+            if let Some(message) = state.claim_cancelled() {
+                state.answer_claimed(&self.shared.settle, message);
+            }
         }
+        self.shared.workers.close();
         if let Some(store) = &self.shared.store {
             for action in store.take_all_newest_first() {
                 let reason = xcsh_loader::messages::SESSION_ENDED.to_owned();
@@ -394,6 +468,8 @@ fn builder(options: SessionOptions, shared: &Shared) -> Result<xcsh_loader::Sess
         .default_dirs(options.default_dirs)
         .isolation(isolation)
         .deny_network(options.deny_network)
+        // In-process, a call's plugin future is polled on the worker that runs the call.
+        .inline_plugin_calls(true)
         .default_timeout(shared.timeout);
     builder = match &shared.store {
         Some(store) => builder.pending_actions_to(Arc::clone(store) as _),
@@ -425,4 +501,53 @@ fn builder(options: SessionOptions, shared: &Shared) -> Result<xcsh_loader::Sess
         builder = builder.plugin(plugin);
     }
     Ok(builder)
+}
+
+/// Run one call on the current worker: the loader's outcome as `(ok, result JSON or message)`.
+#[allow(clippy::too_many_arguments)] // One call's parts, from `start_call` only.
+async fn run_call(
+    shared: &Shared,
+    session: &Session,
+    state: &CallState,
+    call: u32,
+    name: &str,
+    arguments: serde_json::Value,
+    tool_call_id: String,
+    wants_updates: bool,
+) -> (bool, String) {
+    let paced = wants_updates.then(|| {
+        let updates = Arc::clone(&shared.updates);
+        PacedUpdates::start(move |_, partial| {
+            if let Ok(json) = serde_json::to_string(&partial) {
+                updates.call((call, json).into(), ThreadsafeFunctionCallMode::NonBlocking);
+            }
+            std::future::ready(())
+        })
+    });
+    let options = CallOptions {
+        cancel: state.cancel.clone(),
+        timeout: None,
+        updates: paced.as_ref().map(PacedUpdates::sink),
+        tool_call_id: Some(tool_call_id),
+    };
+    let outcome = session.call_with(name, arguments, options).await;
+    if let Some(paced) = paced {
+        paced.finish().await;
+    }
+    if outcome.is_error {
+        return (false, outcome.text());
+    }
+    match serde_json::to_string(&outcome.result) {
+        Ok(json) => (true, json),
+        Err(error) => (false, format!("cannot encode the result: {error}")),
+    }
+}
+
+/// A panic payload's message.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }

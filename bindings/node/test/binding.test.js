@@ -224,6 +224,31 @@ test("timeoutMs stops a plugin that blocks, as --timeout does", { timeout: SLOW 
   }
 });
 
+test("in-process, a blocked plugin holds only its own thread: a timeout or an abort answers, other calls run", { timeout: SLOW }, async () => {
+  const { factory, tools } = await load([plugin("fixture_crash")], { isolation: "in-process", timeoutMs: 300 });
+  try {
+    const started = Date.now();
+    const blocked = tools.sleep.execute("c", {});
+    assert.equal(text(await tools.ping.execute("c", {})), "pong", "another call runs beside the blocked one");
+    await assert.rejects(blocked, /Tool "sleep" timed out after 0\.3s; the call was abandoned/);
+    assert.ok(Date.now() - started < 5_000, `answered after ${Date.now() - started} ms`);
+    const aborted = new AbortController();
+    setTimeout(() => aborted.abort(), 100);
+    await assert.rejects(tools.sleep.execute("c", {}, undefined, undefined, aborted.signal), /Tool "sleep" was cancelled/);
+    assert.equal(text(await tools.ping.execute("c", {})), "pong");
+  } finally {
+    await factory.close();
+  }
+});
+
+test("a panic inside the addon reaches JS as an Error; the runtime goes on", () => {
+  const module = { exports: {} };
+  process.dlopen(module, process.env.XCSH_NATIVE_PLUGINS_ADDON || path.join(__dirname, "..", "..", "..", "target", "debug", "libxcsh_native_plugins.so"));
+  if (typeof module.exports.debugPanic !== "function") return; // release builds have no debugPanic
+  assert.throws(() => module.exports.debugPanic("the addon exploded on purpose"), (error) => error instanceof Error && /exploded on purpose/.test(error.message));
+  assert.equal(module.exports.parseSize("1K"), 1024, "the addon still answers");
+});
+
 test("onUpdate receives the plugin's partial results, paced", { timeout: SLOW }, async () => {
   for (const isolation of ["process", "in-process"]) {
     const { factory, tools } = await load([plugin("fixture_tokio")], { isolation });

@@ -1,0 +1,193 @@
+//! Tool calls without a promise or a runtime hop of their own: the JS thread hands the call to
+//! a worker thread ([`Workers`]) and returns; the worker runs it, polling the plugin's future on
+//! itself; the answer comes back through one session-wide thread-safe function
+//! ([`SettleFunction`]), which `index.js` turns into the settlement of the call's promise.
+//!
+//! Why: a napi-rs `async fn` per call costs a promise with its own thread-safe function and two
+//! hops through napi-rs's tokio runtime, plus, in-process, a third to the loader's blocking
+//! pool; on a 2-core machine each hop is a futex wake and a context switch of several µs, and
+//! the hops were most of a call (BENCHMARKS.md, "Where the time goes"). Here a call is two
+//! hand-offs: JS → worker, worker → JS.
+//!
+//! A plugin that blocks holds only its worker (another call gets another worker), and a call
+//! is answered exactly once ([`CallState::answer`]) by whoever comes first: the worker with the
+//! loader's outcome, the watchdog when the session's timeout passes (a blocked plugin cannot be
+//! interrupted on its own thread), or `cancel`/`close` from the JS thread. An answered call
+//! still running is abandoned: its outcome is dropped when it ends.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use napi::bindgen_prelude::FnArgs;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::Status;
+use xcsh_loader::tool::CancelToken;
+
+use crate::store::lock;
+
+/// `(call, ok, json or message) => void`: settles call `call`'s promise in `index.js`. Weak:
+/// `index.js` keeps the event loop alive while calls run.
+pub(crate) type SettleFunction = ThreadsafeFunction<
+    FnArgs<(u32, bool, String)>,
+    (),
+    FnArgs<(u32, bool, String)>,
+    Status,
+    false,
+    true,
+>;
+
+/// One running call, as its worker, the watchdog and `cancel` see it.
+pub(crate) struct CallState {
+    call: u32,
+    tool: String,
+    answered: AtomicBool,
+    pub(crate) cancel: CancelToken,
+}
+
+impl CallState {
+    pub(crate) fn new(call: u32, tool: String) -> Self {
+        Self {
+            call,
+            tool,
+            answered: AtomicBool::new(false),
+            cancel: CancelToken::new(),
+        }
+    }
+
+    /// Settle the call's promise, unless it was settled already; `true` when this did.
+    pub(crate) fn answer(&self, settle: &SettleFunction, ok: bool, text: String) -> bool {
+        if self.answered.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        settle.call(
+            (self.call, ok, text).into(),
+            ThreadsafeFunctionCallMode::NonBlocking,
+        );
+        true
+    }
+
+    /// Claim the answer for the JS thread (`cancel`): the message to reject with, or `None`
+    /// when the call was answered already.
+    pub(crate) fn claim_cancelled(&self) -> Option<String> {
+        self.cancel.cancel();
+        (!self.answered.swap(true, Ordering::SeqCst))
+            .then(|| format!("Tool \"{}\" was cancelled", self.tool))
+    }
+
+    /// Settle the promise of a call whose answer [`CallState::claim_cancelled`] claimed.
+    pub(crate) fn answer_claimed(&self, settle: &SettleFunction, message: String) {
+        settle.call(
+            (self.call, false, message).into(),
+            ThreadsafeFunctionCallMode::NonBlocking,
+        );
+    }
+
+    /// What the watchdog answers when `limit` passed: the loader's timeout text, and that the
+    /// call (still blocking its worker) was abandoned.
+    pub(crate) fn timed_out(&self, limit: Duration) -> String {
+        format!(
+            "Tool \"{}\" timed out after {}s; {}",
+            self.tool,
+            limit.as_secs_f64(),
+            xcsh_loader::messages::CALL_ABANDONED
+        )
+    }
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// How long an idle worker waits for a job before it ends.
+const IDLE_EXIT: Duration = Duration::from_secs(10);
+
+/// The threads calls run on: an idle one takes the next job, a new one starts when none is
+/// idle (a blocked plugin keeps its thread, never another call's).
+pub(crate) struct Workers {
+    queue: Arc<Queue>,
+}
+
+struct Queue {
+    state: Mutex<QueueState>,
+    ready: Condvar,
+}
+
+struct QueueState {
+    jobs: VecDeque<Job>,
+    idle: usize,
+    closed: bool,
+}
+
+impl Workers {
+    pub(crate) fn new() -> Self {
+        Self {
+            queue: Arc::new(Queue {
+                state: Mutex::new(QueueState {
+                    jobs: VecDeque::new(),
+                    idle: 0,
+                    closed: false,
+                }),
+                ready: Condvar::new(),
+            }),
+        }
+    }
+
+    /// Run `job` on a worker. `Err` when the thread for it could not be started.
+    pub(crate) fn submit(&self, job: Job) -> std::io::Result<()> {
+        let spawn = {
+            let mut state = lock(&self.queue.state);
+            state.jobs.push_back(job);
+            // More jobs waiting than idle workers to take them: start one more.
+            state.jobs.len() > state.idle
+        };
+        if spawn {
+            let queue = Arc::clone(&self.queue);
+            let started = std::thread::Builder::new()
+                .name("xcsh-call".to_owned())
+                .spawn(move || work(&queue));
+            if let Err(error) = started {
+                // Nobody will take it: hand the job back to the caller as an error.
+                lock(&self.queue.state).jobs.pop_back();
+                return Err(error);
+            }
+        } else {
+            self.queue.ready.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Let idle workers end; running ones end after their job.
+    pub(crate) fn close(&self) {
+        lock(&self.queue.state).closed = true;
+        self.queue.ready.notify_all();
+    }
+}
+
+fn work(queue: &Queue) {
+    loop {
+        let job = {
+            let mut state = lock(&queue.state);
+            loop {
+                if let Some(job) = state.jobs.pop_front() {
+                    break job;
+                }
+                if state.closed {
+                    return;
+                }
+                state.idle += 1;
+                let (guard, waited) = queue
+                    .ready
+                    .wait_timeout(state, IDLE_EXIT)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                state = guard;
+                state.idle -= 1;
+                if waited.timed_out() && state.jobs.is_empty() {
+                    return;
+                }
+            }
+        };
+        // A job never unwinds (it catches what the loader might throw); a panic here would only
+        // end this worker, and the next submit starts another.
+        job();
+    }
+}
