@@ -9,6 +9,11 @@
 //! the hops were most of a call (BENCHMARKS.md, "Where the time goes"). Here a call is two
 //! hand-offs: JS → worker, worker → JS.
 //!
+//! Under process isolation a call does not even need a worker: [`InlineTask`] polls the call on
+//! the JS thread until it waits for the plugin process (validation, then writing the call's
+//! frame to the socket), and then on whichever thread wakes it, the host's reader thread that
+//! read the answer, which settles the promise. What remains is the socket round trip.
+//!
 //! A plugin that blocks holds only its worker (another call gets another worker), and a call
 //! is answered exactly once ([`CallState::answer`]) by whoever comes first: the worker with the
 //! loader's outcome, the watchdog when the session's timeout passes (a blocked plugin cannot be
@@ -189,5 +194,87 @@ fn work(queue: &Queue) {
         // A job never unwinds (it catches what the loader might throw); a panic here would only
         // end this worker, and the next submit starts another.
         job();
+    }
+}
+
+/// A future polled on the thread that wakes it, with no executor: first by [`InlineTask::run`]'s
+/// caller, then by whoever calls its waker (for an isolated call, the host's reader thread when
+/// the plugin process answered). Only for futures that never block: waiting on a plugin
+/// process, the loader's bookkeeping, sending to JS.
+pub(crate) struct InlineTask {
+    future: Mutex<Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>>,
+    /// Answers the call when polling its future panicked (the future is dropped then).
+    on_panic: Box<dyn Fn(String) + Send + Sync>,
+    /// Woken while another thread was polling it: that thread polls again.
+    woken: AtomicBool,
+    /// The runtime whose context the future's timers and tasks need.
+    runtime: tokio::runtime::Handle,
+}
+
+impl InlineTask {
+    pub(crate) fn spawn(
+        runtime: tokio::runtime::Handle,
+        future: impl std::future::Future<Output = ()> + Send + 'static,
+        on_panic: impl Fn(String) + Send + Sync + 'static,
+    ) {
+        let task = Arc::new(Self {
+            future: Mutex::new(Some(Box::pin(future))),
+            on_panic: Box::new(on_panic),
+            woken: AtomicBool::new(false),
+            runtime,
+        });
+        task.run();
+    }
+
+    fn run(self: &Arc<Self>) {
+        loop {
+            // Someone else is polling: tell them to poll once more, and leave it to them.
+            let Ok(mut slot) = self.future.try_lock() else {
+                self.woken.store(true, Ordering::SeqCst);
+                if self.future.try_lock().is_ok() {
+                    // They finished in between and may not have seen the flag: poll here.
+                    continue;
+                }
+                return;
+            };
+            self.woken.store(false, Ordering::SeqCst);
+            let Some(future) = slot.as_mut() else {
+                return;
+            };
+            let waker = std::task::Waker::from(Arc::clone(self));
+            let _context = self.runtime.enter();
+            let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                future
+                    .as_mut()
+                    .poll(&mut std::task::Context::from_waker(&waker))
+            }));
+            match polled {
+                Ok(std::task::Poll::Pending) => {}
+                Ok(std::task::Poll::Ready(())) => {
+                    *slot = None;
+                    return;
+                }
+                Err(payload) => {
+                    *slot = None;
+                    drop(slot);
+                    (self.on_panic)(crate::panic_text(&*payload));
+                    return;
+                }
+            }
+            drop(slot);
+            if !self.woken.swap(false, Ordering::SeqCst) {
+                return;
+            }
+        }
+    }
+}
+
+impl std::task::Wake for InlineTask {
+    fn wake(self: Arc<Self>) {
+        self.run();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.run();
     }
 }

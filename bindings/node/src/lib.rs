@@ -34,7 +34,7 @@ use xcsh_loader::resolve::{settle, settle_or_keep, ResolveAction};
 use xcsh_loader::tool::{CallOptions, CancelToken, PacedUpdates};
 use xcsh_loader::{Isolation, Session};
 
-use calls::{CallState, SettleFunction, Workers};
+use calls::{CallState, InlineTask, SettleFunction, Workers};
 use store::{lock, PushFunction, RuntimeStore};
 
 /// `(call, partialResultJson) => void`: a call's paced partial results.
@@ -143,6 +143,8 @@ struct Shared {
     /// napi-rs's tokio runtime, taken in `load`: calls run in its context (its timers, its
     /// I/O, what the loader spawns), polled on the worker that runs them.
     runtime: Mutex<Option<tokio::runtime::Handle>>,
+    /// Plugins run in processes of their own: calls need no worker ([`calls::InlineTask`]).
+    isolated: AtomicBool,
     closed: AtomicBool,
     timeout: Option<Duration>,
     options: Mutex<Option<SessionOptions>>,
@@ -183,6 +185,7 @@ impl NativeSession {
                 settle: Arc::new(settle),
                 workers: Workers::new(),
                 runtime: Mutex::new(None),
+                isolated: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 timeout,
                 options: Mutex::new(Some(options)),
@@ -280,6 +283,40 @@ impl NativeSession {
                 state.answer(&settle, false, state.timed_out(limit));
             })
         });
+        if self.shared.isolated.load(Ordering::SeqCst) {
+            // Nothing of the plugin runs here: poll on this thread until the call waits for its
+            // plugin process, then on the reader thread that reads the answer.
+            let shared = Arc::clone(&self.shared);
+            let (panic_state, panic_settle) = (Arc::clone(&state), Arc::clone(&self.shared.settle));
+            let panic_tool = name.clone();
+            InlineTask::spawn(
+                runtime,
+                async move {
+                    let (ok, text) = run_call(
+                        &shared,
+                        &session,
+                        &state,
+                        call,
+                        &name,
+                        arguments,
+                        tool_call_id,
+                        wants_updates,
+                    )
+                    .await;
+                    if let Some(watchdog) = watchdog {
+                        watchdog.abort();
+                    }
+                    lock(&shared.calls).remove(&call);
+                    state.answer(&shared.settle, ok, text);
+                },
+                move |panic| {
+                    let message =
+                        format!("the call of tool \"{panic_tool}\" panicked in the addon: {panic}");
+                    panic_state.answer(&panic_settle, false, message);
+                },
+            );
+            return Ok(());
+        }
         let shared = Arc::clone(&self.shared);
         let job_state = Arc::clone(&state);
         let tool = name.clone();
@@ -464,6 +501,9 @@ fn builder(options: SessionOptions, shared: &Shared) -> Result<xcsh_loader::Sess
         .isolation
         .parse()
         .map_err(|message: String| Error::new(Status::InvalidArg, message))?;
+    shared
+        .isolated
+        .store(isolation == Isolation::Process, Ordering::SeqCst);
     let mut builder = Session::builder(&options.cwd)
         .default_dirs(options.default_dirs)
         .isolation(isolation)
@@ -544,7 +584,7 @@ async fn run_call(
 }
 
 /// A panic payload's message.
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|text| (*text).to_owned())
