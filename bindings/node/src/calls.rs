@@ -12,7 +12,9 @@
 //! Under process isolation a call does not even need a worker: [`InlineTask`] polls the call on
 //! the JS thread until it waits for the plugin process (validation, then writing the call's
 //! frame to the socket), and then on whichever thread wakes it, the host's reader thread that
-//! read the answer, which settles the promise. What remains is the socket round trip.
+//! read the answer, which settles the promise. What remains is the socket round trip. (What
+//! the loader does before a call also runs on the JS thread then: a `stat` of the plugin file,
+//! and, only when the file changed since, the checks that restart its process.)
 //!
 //! A plugin that blocks holds only its worker (another call gets another worker), and a call
 //! is answered exactly once ([`CallState::answer`]) by whoever comes first: the worker with the
