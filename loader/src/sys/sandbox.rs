@@ -26,11 +26,13 @@ use serde::{Deserialize, Serialize};
 pub struct SandboxPolicy {
     /// Directories (and their contents) the process may write, create and remove in; it may
     /// read them too.
+    #[cfg_attr(unix, serde(with = "unix_paths"))]
     pub writable: Vec<PathBuf>,
     /// Files and directories (with their contents) the process may read besides
     /// [`SYSTEM_READABLE`] and `writable`: the plugin's own directory, the host executable,
     /// and what the session allows (`--allow-read`). Everything else is refused.
     #[serde(default)]
+    #[cfg_attr(unix, serde(with = "unix_paths"))]
     pub readable: Vec<PathBuf>,
     /// Variables of the host's environment the process gets besides [`BASE_ENVIRONMENT`]:
     /// names, or a prefix followed by `*` (`MYTOOL_*`).
@@ -48,6 +50,44 @@ pub struct SandboxPolicy {
     pub max_processes: Option<u64>,
 }
 
+/// Paths in the policy's JSON (it travels to the child on its command line): a string when
+/// the path is UTF-8, its bytes otherwise, since a working directory or a plugin's directory
+/// may have any name.
+#[cfg(unix)]
+mod unix_paths {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::PathBuf;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Encoded {
+        Text(String),
+        Bytes(Vec<u8>),
+    }
+
+    pub fn serialize<S: Serializer>(paths: &[PathBuf], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(paths.iter().map(|path| match path.to_str() {
+            Some(text) => Encoded::Text(text.to_owned()),
+            None => Encoded::Bytes(path.as_os_str().as_bytes().to_vec()),
+        }))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<PathBuf>, D::Error> {
+        Ok(Vec::<Encoded>::deserialize(deserializer)?
+            .into_iter()
+            .map(|encoded| match encoded {
+                Encoded::Text(text) => PathBuf::from(text),
+                Encoded::Bytes(bytes) => PathBuf::from(OsString::from_vec(bytes)),
+            })
+            .collect())
+    }
+}
+
 /// The host's variables every plugin process gets (those the host has): what a program needs
 /// to run. A trailing `*` matches any rest of the name.
 pub const BASE_ENVIRONMENT: &[&str] = &["PATH", "HOME", "USER", "LANG", "LC_*", "TERM", "TZ"];
@@ -57,10 +97,9 @@ pub const BASE_ENVIRONMENT: &[&str] = &["PATH", "HOME", "USER", "LANG", "LC_*", 
 pub const LOADER_ENVIRONMENT: &[&str] = &["TMPDIR", "XCSH_PLUGIN_HOST_PARENT"];
 
 /// Where every plugin process may read (those that exist): the system's programs, libraries
-/// and configuration, devices, and the kernel's `/proc` and `/sys` (another process's
-/// `/proc/PID/environ` or `mem` stays refused: Landlock refuses a sandboxed process ptrace
-/// access to processes outside its sandbox). Not `/home`, `/root`, `/tmp`, `/var/tmp`, `/run`
-/// or `/mnt`: the user's files and other programs' files are there.
+/// and configuration, devices, the kernel's `/sys`, and of `/proc` only [`PROC_READABLE`].
+/// Not `/home`, `/root`, `/tmp`, `/var/tmp`, `/run` or `/mnt`: the user's files and other
+/// programs' files are there.
 pub const SYSTEM_READABLE: &[&str] = &[
     "/usr",
     "/bin",
@@ -72,10 +111,27 @@ pub const SYSTEM_READABLE: &[&str] = &[
     "/etc",
     "/opt",
     "/dev",
-    "/proc",
     "/sys",
     "/nix/store",
     "/gnu/store",
+];
+
+/// What a plugin process may read of `/proc`: its own process (`/proc/self`, resolved when the
+/// sandbox is set up, with its threads, descriptors and maps) and the system-wide files
+/// programs and runtimes read. Not the rest: `/proc/PID/environ` of another process of the
+/// user, the host's first, holds the very secrets the clean environment keeps away (a
+/// sandboxed process may read it where the kernel checks it as a plain file), and
+/// `/proc/PID/cmdline` may hold more.
+pub const PROC_READABLE: &[&str] = &[
+    "/proc/self",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/loadavg",
+    "/proc/uptime",
+    "/proc/version",
+    "/proc/filesystems",
+    "/proc/sys",
 ];
 
 /// Files in `/etc` that are often symbolic links out of it (to `/run/systemd/resolve/` and
@@ -130,10 +186,15 @@ impl SandboxPolicy {
             .collect()
     }
 
-    /// What a plugin process may read besides `writable`: [`SYSTEM_READABLE`], where the
-    /// [`SYSTEM_LINKS`] resolve to, and `readable`.
+    /// What a plugin process may read besides `writable`: [`SYSTEM_READABLE`],
+    /// [`PROC_READABLE`] (`/proc/self` opens as this very process's directory: call it in the
+    /// process that confines itself), where the [`SYSTEM_LINKS`] resolve to, and `readable`.
     fn read_rules(&self) -> Vec<PathBuf> {
-        let mut paths: Vec<PathBuf> = SYSTEM_READABLE.iter().map(PathBuf::from).collect();
+        let mut paths: Vec<PathBuf> = SYSTEM_READABLE
+            .iter()
+            .chain(PROC_READABLE)
+            .map(PathBuf::from)
+            .collect();
         for link in SYSTEM_LINKS {
             let resolved = std::fs::canonicalize(link).ok();
             if let Some(dir) = resolved.as_deref().and_then(Path::parent) {
@@ -473,7 +534,10 @@ mod tests {
         assert!(wrote_inside);
         let refused = wrote_outside.unwrap_err();
         assert_eq!(refused.kind(), std::io::ErrorKind::PermissionDenied);
-        assert!(!read_outside, "reads outside the readable paths are refused");
+        assert!(
+            !read_outside,
+            "reads outside the readable paths are refused"
+        );
         assert!(!outside.path().join("no.txt").exists());
         // The test's own thread was never confined.
         std::fs::write(outside.path().join("free.txt"), b"free").unwrap();
@@ -510,15 +574,44 @@ mod tests {
     }
 
     #[test]
+    fn a_policy_with_non_utf8_paths_travels_as_json() {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = PathBuf::from(OsStr::from_bytes(b"/tmp/plugins-\xff\xfe"));
+        let policy = SandboxPolicy {
+            writable: vec![PathBuf::from("/w"), odd.clone()],
+            readable: vec![odd],
+            ..SandboxPolicy::default()
+        };
+        let json = serde_json::to_string(&policy).unwrap();
+        assert_eq!(
+            serde_json::from_str::<SandboxPolicy>(&json).unwrap(),
+            policy
+        );
+    }
+
+    #[test]
     fn only_named_variables_pass() {
         let policy = SandboxPolicy {
             pass_env: vec!["GITHUB_TOKEN".to_owned(), "MYTOOL_*".to_owned()],
             ..SandboxPolicy::default()
         };
-        for passed in ["PATH", "HOME", "LC_ALL", "GITHUB_TOKEN", "MYTOOL_MODE", "MYTOOL_"] {
+        for passed in [
+            "PATH",
+            "HOME",
+            "LC_ALL",
+            "GITHUB_TOKEN",
+            "MYTOOL_MODE",
+            "MYTOOL_",
+        ] {
             assert!(policy.passes_env(OsStr::new(passed)), "{passed}");
         }
-        for refused in ["OPENAI_API_KEY", "GITHUB_TOKEN_2", "MYTOOL", "LD_PRELOAD", "TMPDIR"] {
+        for refused in [
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN_2",
+            "MYTOOL",
+            "LD_PRELOAD",
+            "TMPDIR",
+        ] {
             assert!(!policy.passes_env(OsStr::new(refused)), "{refused}");
         }
         assert_eq!(parse_env_pattern("MYTOOL_*"), Ok("MYTOOL_*".to_owned()));

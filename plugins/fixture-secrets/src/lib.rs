@@ -120,7 +120,7 @@ impl SecretsTool {
                     other => return Err(PluginError::new(format!("unknown kind {other:?}"))),
                 };
                 socket(family, kind_of, protocol)
-                    .map_err(|e| std::io::Error::from(e))
+                    .map_err(std::io::Error::from)
                     .map_err(failed(format!("cannot open a {kind} socket")))?;
                 Ok(format!("opened a {kind} socket"))
             }

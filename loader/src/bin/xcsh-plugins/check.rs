@@ -237,6 +237,7 @@ fn policy_of(host: &HostOptions, plugin: &Path) -> PolicyReport {
         .filter(|dir| Path::new(dir).exists())
         .map(|dir| (*dir).to_owned())
         .collect();
+    reads.push("/proc/self".to_owned());
     reads.push(shown(&host.cwd));
     reads.extend(plugin.parent().map(shown));
     reads.push(private);
