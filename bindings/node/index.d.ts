@@ -95,9 +95,24 @@ export interface NativeToolFactoryOptions {
   timeoutMs?: number;
   /** Address-space limit of each plugin process: bytes, or a size such as `"512M"` (default 4G). */
   memoryLimit?: number | string;
-  /** Paths plugin processes may write under, besides `cwd` and a private temporary directory. */
+  /** Paths plugin processes may write under (and read), besides `cwd` and a private temporary directory. */
   allowWrite?: string[];
-  /** Deny plugin processes TCP connects and listens. Default `false`. */
+  /**
+   * Paths plugin processes may read, besides the system's directories, `cwd`, the plugin's own
+   * directory, their private temporary directory and `allowWrite`: everything else (your home,
+   * the shared `/tmp`) is refused. As `--allow-read`.
+   */
+  allowRead?: string[];
+  /**
+   * Variables of this process's environment that plugin processes get, besides `PATH`, `HOME`,
+   * `USER`, `LANG`, `LC_*`, `TERM`, `TZ` and a `TMPDIR` of their own: names, or a prefix and a
+   * trailing `*` (`"MYTOOL_*"`). As `--pass-env`.
+   */
+  passEnv?: string[];
+  /**
+   * Deny plugin processes the network: no socket but a Unix stream pair (no TCP, UDP, raw,
+   * packet or netlink socket, no connection to a Unix socket outside). Default `false`.
+   */
   denyNetwork?: boolean;
   /** Per tool name, the approval that replaces the tool's own tier, e.g. `{ my_tool: "exec" }`. */
   approval?: Record<string, NativeToolApproval>;

@@ -19,6 +19,8 @@ const OPTION_NAMES = [
   "timeoutMs",
   "memoryLimit",
   "allowWrite",
+  "allowRead",
+  "passEnv",
   "denyNetwork",
   "approval",
   "loadMode",
@@ -82,6 +84,25 @@ function stringList(name, value) {
   if (value === undefined) return [];
   if (!Array.isArray(value) || value.some((item) => typeof item !== "string" || item === "")) {
     throw optionError(name, "an array of non-empty path strings", value);
+  }
+  return value.slice();
+}
+
+/// Names of environment variables for `passEnv`: a name, or a prefix and a trailing `*`
+/// (the CLI's `--pass-env`); `*` alone would pass the host's secrets, and is refused.
+const ENV_PATTERN = /^[^=*\0]+\*?$/;
+
+function envNames(name, value) {
+  if (value === undefined) return [];
+  if (
+    !Array.isArray(value) ||
+    value.some((item) => typeof item !== "string" || !ENV_PATTERN.test(item))
+  ) {
+    throw optionError(
+      name,
+      'an array of variable names, each a name ("GITHUB_TOKEN") or a prefix and `*` ("MYTOOL_*")',
+      Array.isArray(value) ? JSON.stringify(value) : value,
+    );
   }
   return value.slice();
 }
@@ -186,6 +207,8 @@ function checkOptions(options) {
     timeoutMs,
     memoryLimit,
     allowWrite: stringList("allowWrite", options.allowWrite),
+    allowRead: stringList("allowRead", options.allowRead),
+    passEnv: envNames("passEnv", options.passEnv),
     denyNetwork: boolean("denyNetwork", options.denyNetwork, false),
   };
 }
@@ -277,6 +300,8 @@ class PluginSession {
         timeoutMs: options.timeoutMs,
         memoryLimit: options.memoryLimit,
         allowWrite: options.allowWrite,
+        allowRead: options.allowRead,
+        passEnv: options.passEnv,
         denyNetwork: options.denyNetwork,
         pluginHost: pluginHost(dir),
       },

@@ -156,24 +156,70 @@ pub fn plugin_out_of_memory(path: &Path, tool: &str, limit: u64) -> String {
     )
 }
 
-/// How `list` and `check` describe a plugin's sandbox: `landlock v6, writes confined`,
-/// `landlock v3, writes confined, network not enforced`, `unavailable`; `None` (in-process,
-/// or a child without a sandbox) is [`NO_SANDBOX`].
+/// How `list` and `check` describe a plugin's sandbox:
+/// `landlock v6, reads confined, writes confined, environment filtered`, then under
+/// `--deny-network` `, network denied` (every socket but a Unix stream pair refused),
+/// `, network partly denied (TCP only)` (Landlock without seccomp) or
+/// `, network not enforced`; `unavailable, environment filtered` without Landlock;
+/// `None` (in-process, or a child without a sandbox) is [`NO_SANDBOX`].
 pub fn sandbox_summary(confinement: Option<&Confinement>) -> String {
     let Some(confinement) = confinement else {
         return NO_SANDBOX.to_owned();
     };
-    let writes = match confinement.filesystem {
-        Enforcement::Full => "writes confined",
-        Enforcement::Partial => "writes partly confined",
-        Enforcement::None | Enforcement::NotRequested => return SANDBOX_UNAVAILABLE.to_owned(),
-    };
-    let network = match confinement.network {
-        Enforcement::Full | Enforcement::Partial => ", network denied",
-        Enforcement::None => ", network not enforced",
-        Enforcement::NotRequested => "",
-    };
-    format!("landlock v{}, {writes}{network}", confinement.landlock_abi)
+    let mut parts = Vec::new();
+    match confinement.filesystem {
+        Enforcement::Full | Enforcement::Partial => {
+            parts.push(format!("landlock v{}", confinement.landlock_abi));
+            parts.push(
+                match confinement.reads {
+                    Enforcement::Full | Enforcement::Partial => "reads confined",
+                    Enforcement::None | Enforcement::NotRequested => "reads not confined",
+                }
+                .to_owned(),
+            );
+            parts.push(
+                if confinement.filesystem == Enforcement::Full {
+                    "writes confined"
+                } else {
+                    "writes partly confined"
+                }
+                .to_owned(),
+            );
+        }
+        Enforcement::None | Enforcement::NotRequested => parts.push(SANDBOX_UNAVAILABLE.to_owned()),
+    }
+    parts.push(
+        match confinement.environment {
+            Enforcement::Full | Enforcement::Partial => "environment filtered",
+            Enforcement::None | Enforcement::NotRequested => "environment not filtered",
+        }
+        .to_owned(),
+    );
+    match confinement.network {
+        Enforcement::Full => parts.push("network denied".to_owned()),
+        Enforcement::Partial => parts.push("network partly denied (TCP only)".to_owned()),
+        Enforcement::None => parts.push("network not enforced".to_owned()),
+        Enforcement::NotRequested => {}
+    }
+    parts.join(", ")
+}
+
+/// The hint after a load or call that failed on a refused read or write (`Permission
+/// denied`): plugin processes read only the system's directories, the working directory,
+/// the plugin's own directory and their temporary directory.
+pub const REFUSED_ACCESS_HINT: &str = "plugin processes may read only the system's \
+     directories, the working directory, the plugin's own directory and their TMPDIR, and \
+     write only the last three: if the refused path is one the plugin needs, add \
+     `--allow-read PATH` (or `--allow-write PATH` to write there)";
+
+/// [`REFUSED_ACCESS_HINT`]'s addition under `--deny-network`, where a refused socket reads the
+/// same.
+pub const REFUSED_SOCKET_HINT: &str =
+    "; under --deny-network every socket but a Unix stream pair is refused too";
+
+/// Whether a load or call error reads like the sandbox refused a path (`EACCES`).
+pub fn is_refused_access(message: &str) -> bool {
+    message.contains("Permission denied") || message.contains("os error 13")
 }
 
 /// [`sandbox_summary`] where the kernel has no usable Landlock.
@@ -185,7 +231,7 @@ pub const NO_SANDBOX: &str = "none (in-process)";
 /// The warning when a plugin process runs without a sandbox.
 pub fn sandbox_unavailable_warning(path: &Path) -> String {
     format!(
-        "plugin {} runs without a sandbox: this kernel has no usable Landlock, so its writes are not confined",
+        "plugin {} runs without a sandbox: this kernel has no usable Landlock, so its reads and writes are not confined",
         path.display()
     )
 }
@@ -242,14 +288,27 @@ mod tests {
             plugin_out_of_memory(Path::new("/p/libx.so"), "bomb", 512 << 20),
             "Plugin /p/libx.so ran out of its memory limit (512M) while running tool \"bomb\""
         );
-        let confined = Confinement {
+        let mut confined = Confinement {
             filesystem: Enforcement::Full,
+            reads: Enforcement::Full,
+            environment: Enforcement::Full,
             network: Enforcement::NotRequested,
             landlock_abi: 6,
+            seccomp: false,
         };
         assert_eq!(
             sandbox_summary(Some(&confined)),
-            "landlock v6, writes confined"
+            "landlock v6, reads confined, writes confined, environment filtered"
+        );
+        confined.network = Enforcement::Full;
+        assert!(sandbox_summary(Some(&confined)).ends_with(", network denied"));
+        confined.network = Enforcement::Partial;
+        assert!(sandbox_summary(Some(&confined)).ends_with(", network partly denied (TCP only)"));
+        confined.filesystem = Enforcement::None;
+        confined.network = Enforcement::None;
+        assert_eq!(
+            sandbox_summary(Some(&confined)),
+            "unavailable, environment filtered, network not enforced"
         );
         assert_eq!(sandbox_summary(None), "none (in-process)");
     }

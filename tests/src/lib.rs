@@ -35,6 +35,7 @@ pub const PLUGIN_PACKAGES: &[&str] = &[
     "fixture-reload-v2",
     "fixture-journal",
     "fixture-bad-layout",
+    "fixture-secrets",
 ];
 
 /// Paths of the built artifacts, by cargo target name (`batch_rename`, `xcsh-plugins`, ...).

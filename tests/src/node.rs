@@ -74,6 +74,9 @@ pub fn run_with(
         .env("XCSH_TEST_PLUGIN_DIR", plugin_dir)
         .env("XCSH_EXAMPLE_PLUGIN", built.plugin("batch-rename"))
         .env("XCSH_TEST_V0_2_PLUGIN", crate::frozen_v0_2_plugin())
+        // A secret of the runtime's environment, which plugin processes must not see unless
+        // passed by name (issue 27).
+        .env("XCSH_TEST_SECRET_TOKEN", "ghp_node_binding_test_secret")
         .envs(extra.iter().copied())
         .output()
         .unwrap_or_else(|error| panic!("cannot run {}: {error}", program.display()))

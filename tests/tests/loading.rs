@@ -132,7 +132,12 @@ fn a_newer_minor_is_refused_before_any_of_its_code_runs() {
     // environment variable reaches only it: this test's binary runs as `xcsh-plugins`.
     let lib = plugin("fixture-incompatible").canonicalize().unwrap();
     let output = std::process::Command::new(xcsh_integration_tests::artifacts().cli())
-        .args(["--no-default-dirs", "--plugin"])
+        .args([
+            "--no-default-dirs",
+            "--pass-env",
+            "XCSH_FIXTURE_MARKER",
+            "--plugin",
+        ])
         .arg(&lib)
         .args(["--json", "list"])
         .current_dir(dir.path())

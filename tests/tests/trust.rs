@@ -207,7 +207,13 @@ impl Project {
         // Plugin processes may write the marker; `trust` and `untrust` run no plugin.
         let mut with_marker = match args.first() {
             Some(&"trust" | &"untrust") => Vec::new(),
-            _ => vec!["--allow-write", marker_dir],
+            // The marker's name reaches the plugin process only by name (`--pass-env`).
+            _ => vec![
+                "--allow-write",
+                marker_dir,
+                "--pass-env",
+                "XCSH_FIXTURE_MARKER",
+            ],
         };
         with_marker.extend_from_slice(args);
         cli(&with_marker)

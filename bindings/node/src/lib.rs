@@ -68,6 +68,10 @@ pub struct SessionOptions {
     pub memory_limit: Option<String>,
     /// Extra writable paths for plugin processes.
     pub allow_write: Vec<String>,
+    /// Extra readable paths for plugin processes.
+    pub allow_read: Vec<String>,
+    /// Environment variables passed to plugin processes by name (a trailing `*`: a prefix).
+    pub pass_env: Vec<String>,
     /// Deny plugin processes TCP.
     pub deny_network: bool,
     /// The `xcsh-plugin-host` executable (found by `index.js` beside the addon).
@@ -522,6 +526,14 @@ fn builder(options: SessionOptions, shared: &Shared) -> Result<xcsh_loader::Sess
     }
     for path in &options.allow_write {
         builder = builder.allow_write(path);
+    }
+    for path in &options.allow_read {
+        builder = builder.allow_read(path);
+    }
+    for name in &options.pass_env {
+        let name = xcsh_loader::sandbox::parse_env_pattern(name)
+            .map_err(|message| Error::new(Status::InvalidArg, format!("passEnv: {message}")))?;
+        builder = builder.pass_env(name);
     }
     if let Some(log) = &shared.log {
         let log = Arc::clone(log);

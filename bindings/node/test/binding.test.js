@@ -416,7 +416,80 @@ test("bad options throw a TypeError naming the option, before anything loads", (
   assert.throws(() => nativeToolFactory({ memoryLimit: "lots" }), (error) => error instanceof TypeError && /memoryLimit/.test(error.message) && /512M/.test(error.message));
   assert.throws(() => nativeToolFactory({ plugin: ["x"] }), (error) => error instanceof TypeError && /unknown option `plugin`/.test(error.message));
   assert.throws(() => nativeToolFactory({ plugins: "x.so" }), TypeError);
+  assert.throws(() => nativeToolFactory({ passEnv: ["*"] }), (error) => error instanceof TypeError && /passEnv/.test(error.message) && /MYTOOL_\*/.test(error.message));
+  assert.throws(() => nativeToolFactory({ passEnv: ["A=B"] }), (error) => error instanceof TypeError && /passEnv/.test(error.message));
+  assert.throws(() => nativeToolFactory({ passEnv: "GITHUB_TOKEN" }), (error) => error instanceof TypeError && /passEnv/.test(error.message));
+  assert.throws(() => nativeToolFactory({ allowRead: "/etc" }), (error) => error instanceof TypeError && /allowRead/.test(error.message));
   assert.doesNotThrow(() => nativeToolFactory({ memoryLimit: "512M", timeoutMs: 1000 }));
+  assert.doesNotThrow(() => nativeToolFactory({ passEnv: ["GITHUB_TOKEN", "MYTOOL_*"], allowRead: ["/srv"] }));
+});
+
+// Issue 27: a plugin process gets no secret of the runtime's environment, cannot read a home
+// outside its working directory, and under denyNetwork reaches no socket; each control (the
+// same call with passEnv, allowRead, or without denyNetwork) succeeds.
+test("a plugin cannot leak secrets: environment, home, network; passEnv, allowRead and the open network as controls", { timeout: SLOW }, async () => {
+  const dgram = require("node:dgram");
+  const net = require("node:net");
+  const secretsPlugin = plugin("fixture_secrets");
+  const token = process.env.XCSH_TEST_SECRET_TOKEN;
+  const home = scratch();
+  fs.mkdirSync(path.join(home, ".ssh"));
+  const key = path.join(home, ".ssh", "id_test");
+  fs.writeFileSync(key, "TEST PRIVATE KEY");
+  const received = [];
+  const udp = dgram.createSocket("udp4");
+  udp.on("message", (message) => received.push(message.toString()));
+  await new Promise((done) => udp.bind(0, "127.0.0.1", done));
+  const addr = `127.0.0.1:${udp.address().port}`;
+  const socketPath = path.join(home, "agent.sock");
+  const accepted = [];
+  const server = net.createServer((connection) => connection.on("data", (data) => accepted.push(data.toString())));
+  await new Promise((done) => server.listen(socketPath, done));
+  const refused = (promise, what) =>
+    assert.rejects(promise, (error) => {
+      assert.match(error.message, /Permission denied \(os error 13\)/, `${what}: ${error.message}`);
+      return true;
+    });
+  try {
+    let { factory, tools } = await load([secretsPlugin]);
+    try {
+      const env = text(await tools.env.execute("c", {}));
+      assert.match(env, /^PATH=/m);
+      if (token) assert.ok(!env.includes(token), `the secret leaked:\n${env}`);
+      assert.ok(!env.includes("XCSH_TEST_SECRET_TOKEN"), env);
+      await refused(tools.read_file.execute("c", { path: key }), "read the home");
+      await assert.rejects(tools.read_file.execute("c", { path: key }), (error) => error.message.includes(`cannot read ${key}`));
+      assert.match(text(await tools.send_udp.execute("c", { addr, text: "control" })), /^sent/);
+      await waitFor(() => received.includes("control"));
+      assert.deepEqual(received, ["control"]);
+      assert.match(text(await tools.connect_unix.execute("c", { path: socketPath, text: "control" })), /^connected/);
+      await waitFor(() => accepted.join("").includes("control"));
+    } finally {
+      await factory.close();
+    }
+    ({ factory, tools } = await load([secretsPlugin], {
+      passEnv: ["XCSH_TEST_SECRET_*"],
+      allowRead: [path.join(home, ".ssh")],
+      denyNetwork: true,
+    }));
+    try {
+      const env = text(await tools.env.execute("c", {}));
+      if (token) assert.ok(env.includes(`XCSH_TEST_SECRET_TOKEN=${token}`), env);
+      assert.equal(text(await tools.read_file.execute("c", { path: key })), "TEST PRIVATE KEY");
+      await refused(tools.send_udp.execute("c", { addr, text: "leak" }), "UDP");
+      await refused(tools.connect_unix.execute("c", { path: socketPath, text: "leak" }), "Unix socket");
+      await refused(tools.connect_abstract.execute("c", { name: "xcsh-issue27-node", text: "leak" }), "abstract socket");
+      await refused(tools.open_socket.execute("c", { kind: "raw" }), "raw socket");
+      await refused(tools.open_socket.execute("c", { kind: "netlink" }), "netlink socket");
+      await new Promise((done) => setTimeout(done, 100));
+      assert.ok(!received.includes("leak") && !accepted.join("").includes("leak"), "nothing arrived");
+    } finally {
+      await factory.close();
+    }
+  } finally {
+    udp.close();
+    server.close();
+  }
 });
 
 test("plugin log lines reach pi.logger", { timeout: SLOW }, async () => {

@@ -3,8 +3,10 @@
 //! stop or goes away.
 //!
 //! Before anything else runs (the runtime, the library's constructors, any thread), the child
-//! confines itself as the host's `--sandbox` policy says: resource limits, then Landlock,
-//! which binds the calling thread and every thread and process it starts later.
+//! confines itself as the host's `--sandbox` policy says: resource limits, then Landlock
+//! (reads, writes, TCP), then under `--deny-network` a seccomp filter on sockets; both bind
+//! the calling thread and every thread and process it starts later. Its environment was
+//! already cleaned by the host that started it (only the variables the policy names).
 //!
 //! Worker threads take turns reading the socket (leader/follower): the worker that reads a
 //! call runs it itself, after making sure another worker reads on, so a plugin that blocks
@@ -29,7 +31,7 @@ use crate::load::open::load_inherited;
 use crate::plugin_abi::{instantiate, PluginTool, PushSink};
 use crate::plugin_log::PluginLogSink;
 use crate::store::PendingAction;
-use crate::sys::sandbox::{apply_limits, confine_filesystem, Confinement, SandboxPolicy};
+use crate::sys::sandbox::{apply_limits, Confinement, SandboxPolicy};
 use crate::sys::spawn::{die_with_parent, parent_is, take_inherited};
 use crate::tool::{CallContext, CancelToken, Tool, ToolError};
 
@@ -194,10 +196,13 @@ struct Shared {
     cwd: PathBuf,
 }
 
-/// Set `policy`'s limits on this process and confine this thread with Landlock.
+/// Set `policy`'s limits on this process and confine this thread: Landlock (reads, writes,
+/// TCP), then under `deny_network` the seccomp filter that refuses sockets. The protocol
+/// socket is inherited (one end of the host's `socketpair`), so the child needs no `socket`
+/// call of its own afterwards.
 fn confine(policy: &SandboxPolicy) -> Result<Confinement, String> {
     apply_limits(policy).map_err(|error| error.to_string())?;
-    confine_filesystem(policy).map_err(|error| error.to_string())
+    crate::sys::sandbox::confine(policy).map_err(|error| error.to_string())
 }
 
 fn serve(

@@ -187,7 +187,11 @@ impl Connection {
         let socket_fd = child_end.as_raw_fd();
         let plugin_fd = launch.descriptor.as_raw_fd();
         let mut command = tokio::process::Command::new(&launch.host_binary);
+        // A clean environment: what the sandbox lets through by name, and what is set below
+        // (the host's secrets, `GITHUB_TOKEN` and the like, never reach the plugin).
         command
+            .env_clear()
+            .envs(launch.sandbox.environment())
             .arg("--protocol")
             .arg(PROTOCOL_VERSION.to_string())
             .arg("--socket")
@@ -209,6 +213,8 @@ impl Connection {
         let policy = serde_json::to_string(&launch.sandbox)
             .map_err(|e| fail(format!("cannot encode the sandbox policy: {e}")))?;
         command.arg("--sandbox").arg(policy);
+        // The private temporary directory, or none: the shared one is not readable.
+        command.env_remove("TMPDIR");
         if let Some(temp_dir) = &launch.temp_dir {
             command.env("TMPDIR", temp_dir);
         }

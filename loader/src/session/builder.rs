@@ -89,6 +89,8 @@ impl SessionBuilder {
             inline_calls: false,
             sandbox: SandboxPolicy {
                 writable: Vec::new(),
+                readable: Vec::new(),
+                pass_env: Vec::new(),
                 deny_network: false,
                 memory_limit: Some(DEFAULT_MEMORY_LIMIT),
                 max_open_files: Some(DEFAULT_MAX_OPEN_FILES),
@@ -132,6 +134,24 @@ impl SessionBuilder {
         self
     }
 
+    /// Let plugin processes read under `path` too (besides the system's directories, the
+    /// working directory, the plugin's own directory, their private temporary directory and
+    /// the [`Self::allow_write`] paths; everything else, the user's home first, is refused).
+    /// Repeatable. No effect in-process (no sandbox there).
+    pub fn allow_read(mut self, path: impl Into<PathBuf>) -> Self {
+        self.sandbox.readable.push(path.into());
+        self
+    }
+
+    /// Pass the host's environment variable `name` to plugin processes (besides `PATH`,
+    /// `HOME`, `USER`, `LANG`, `LC_*`, `TERM`, `TZ`, and the `TMPDIR` the loader sets); a
+    /// trailing `*` passes every variable with that prefix (`MYTOOL_*`). Repeatable. No effect
+    /// in-process (a plugin there shares the host's environment).
+    pub fn pass_env(mut self, name: impl Into<String>) -> Self {
+        self.sandbox.pass_env.push(name.into());
+        self
+    }
+
     /// Refuse to load a plugin whose process cannot be sandboxed (a kernel without Landlock)
     /// instead of warning (default: warn).
     pub fn require_sandbox(mut self, require: bool) -> Self {
@@ -161,8 +181,10 @@ impl SessionBuilder {
         self
     }
 
-    /// Deny plugin processes TCP connects and binds (needs Landlock ABI 4, Linux 6.7;
-    /// reported as not enforced on older kernels).
+    /// Deny plugin processes every socket but a Unix stream pair: no TCP, UDP, raw, packet or
+    /// netlink socket, and no connection to a pathname or abstract Unix socket (a seccomp
+    /// filter, with Landlock's TCP rules as a further layer; reported as partly enforced or
+    /// not enforced where the kernel lacks them).
     pub fn deny_network(mut self, deny: bool) -> Self {
         self.sandbox.deny_network = deny;
         self

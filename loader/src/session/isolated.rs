@@ -96,13 +96,20 @@ impl ProcessSettings {
             .host
             .clone()
             .map_err(|cause| LoadError::new(file.path(), LoadErrorKind::PluginProcess { cause }))?;
+        // Readable besides the session's paths: the plugin's own directory (its file, and
+        // what it ships beside it) and the host executable.
+        let mut sandbox = self.sandbox.clone();
+        sandbox
+            .readable
+            .extend(file.path().parent().map(Path::to_path_buf));
+        sandbox.readable.push(host_binary.clone());
         let launch = Launch {
             host_binary,
             path: file.path().to_owned(),
             descriptor: Arc::new(descriptor),
             cwd: self.cwd.clone(),
             links: self.links.clone(),
-            sandbox: self.sandbox.clone(),
+            sandbox,
             temp_dir: self.temp_dir.clone(),
         };
         let key = self.definitions.as_ref().map(|cache| cache.key(&file));

@@ -20,6 +20,7 @@
 mod dl;
 #[cfg(target_os = "linux")]
 mod memfd;
+mod network;
 mod private_copy;
 pub mod sandbox;
 #[cfg(target_os = "linux")]

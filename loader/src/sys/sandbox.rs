@@ -1,23 +1,45 @@
-//! What a plugin's child process may do: writes confined to chosen directories (Landlock),
-//! optionally no TCP, and resource limits (rlimits). Applied by the child to itself, after it
-//! started and before the plugin is loaded, so nothing of the plugin runs unconfined.
+//! What a plugin's child process may do: an environment of named variables only, reads
+//! confined to the system's directories and the paths the session names, writes confined to
+//! chosen directories (Landlock), optionally no network at all (a seccomp filter, see
+//! [`super::network`], with Landlock's TCP rules as a further layer), and resource limits
+//! (rlimits). The environment is set by the host when it starts the child; everything else is
+//! applied by the child to itself, after it started and before the plugin is loaded, so
+//! nothing of the plugin runs unconfined.
+//!
+//! Why an allow-list for reads and for the environment: a plugin that can read `~/.ssh` or see
+//! the host's `GITHUB_TOKEN` can leak it, with or without a network (a file it writes in the
+//! project, a tool result). So a plugin process sees only what a program needs to run (the
+//! system's directories, [`BASE_ENVIRONMENT`]) and what the session names.
 //!
 //! Landlock restricts the calling thread and everything it starts later, so
 //! [`confine_filesystem`] must run before the child starts any other thread. The best ABI the
 //! kernel offers is used; what a kernel cannot enforce is reported in [`Confinement`], never
 //! silently assumed. Resource limits apply to the whole process.
 
-use std::path::PathBuf;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 /// What to allow a plugin process.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxPolicy {
-    /// Directories (and their contents) the process may write, create and remove in. Reads
-    /// stay allowed everywhere.
+    /// Directories (and their contents) the process may write, create and remove in; it may
+    /// read them too.
+    #[cfg_attr(unix, serde(with = "unix_paths"))]
     pub writable: Vec<PathBuf>,
-    /// Deny opening TCP connections and listening on TCP ports.
+    /// Files and directories (with their contents) the process may read besides
+    /// [`SYSTEM_READABLE`] and `writable`: the plugin's own directory, the host executable,
+    /// and what the session allows (`--allow-read`). Everything else is refused.
+    #[serde(default)]
+    #[cfg_attr(unix, serde(with = "unix_paths"))]
+    pub readable: Vec<PathBuf>,
+    /// Variables of the host's environment the process gets besides [`BASE_ENVIRONMENT`]:
+    /// names, or a prefix followed by `*` (`MYTOOL_*`).
+    #[serde(default)]
+    pub pass_env: Vec<String>,
+    /// Deny every socket but a Unix stream `socketpair` (no TCP, UDP, raw, packet or netlink
+    /// socket, no connection to a Unix socket outside the process).
     pub deny_network: bool,
     /// Address-space limit in bytes (`RLIMIT_AS`); `None` leaves it as inherited.
     pub memory_limit: Option<u64>,
@@ -26,6 +48,177 @@ pub struct SandboxPolicy {
     /// Limit on the user's processes and threads (`RLIMIT_NPROC`, counted per user by the
     /// kernel, and not enforced for root); `None` leaves it as inherited.
     pub max_processes: Option<u64>,
+}
+
+/// Paths in the policy's JSON (it travels to the child on its command line): a string when
+/// the path is UTF-8, its bytes otherwise, since a working directory or a plugin's directory
+/// may have any name.
+#[cfg(unix)]
+mod unix_paths {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::PathBuf;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Encoded {
+        Text(String),
+        Bytes(Vec<u8>),
+    }
+
+    pub fn serialize<S: Serializer>(paths: &[PathBuf], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(paths.iter().map(|path| match path.to_str() {
+            Some(text) => Encoded::Text(text.to_owned()),
+            None => Encoded::Bytes(path.as_os_str().as_bytes().to_vec()),
+        }))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<PathBuf>, D::Error> {
+        Ok(Vec::<Encoded>::deserialize(deserializer)?
+            .into_iter()
+            .map(|encoded| match encoded {
+                Encoded::Text(text) => PathBuf::from(text),
+                Encoded::Bytes(bytes) => PathBuf::from(OsString::from_vec(bytes)),
+            })
+            .collect())
+    }
+}
+
+/// The host's variables every plugin process gets (those the host has): what a program needs
+/// to run. A trailing `*` matches any rest of the name.
+pub const BASE_ENVIRONMENT: &[&str] = &["PATH", "HOME", "USER", "LANG", "LC_*", "TERM", "TZ"];
+
+/// The variables the loader itself sets for a plugin process: its private `TMPDIR`, and the
+/// host's process id (the child checks it is still its parent).
+pub const LOADER_ENVIRONMENT: &[&str] = &["TMPDIR", "XCSH_PLUGIN_HOST_PARENT"];
+
+/// Where every plugin process may read (those that exist): the system's programs, libraries
+/// and configuration, devices, the kernel's `/sys`, and of `/proc` only [`PROC_READABLE`].
+/// Not `/home`, `/root`, `/tmp`, `/var/tmp`, `/run` or `/mnt`: the user's files and other
+/// programs' files are there.
+pub const SYSTEM_READABLE: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/dev",
+    "/sys",
+    "/nix/store",
+    "/gnu/store",
+];
+
+/// What a plugin process may read of `/proc`: its own process (`/proc/self`, resolved when the
+/// sandbox is set up, with its threads, descriptors and maps) and the system-wide files
+/// programs and runtimes read. Not the rest: `/proc/PID/environ` of another process of the
+/// user, the host's first, holds the very secrets the clean environment keeps away (a
+/// sandboxed process may read it where the kernel checks it as a plain file), and
+/// `/proc/PID/cmdline` may hold more.
+pub const PROC_READABLE: &[&str] = &[
+    "/proc/self",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/loadavg",
+    "/proc/uptime",
+    "/proc/version",
+    "/proc/filesystems",
+    "/proc/sys",
+];
+
+/// Files in `/etc` that are often symbolic links out of it (to `/run/systemd/resolve/` and
+/// the like): the directory each one resolves to is readable too, so name resolution and
+/// time zones keep working.
+const SYSTEM_LINKS: &[&str] = &["/etc/resolv.conf", "/etc/hosts", "/etc/localtime"];
+
+/// Whether `name` is one a `--pass-env` pattern names: the same name, or, for a pattern
+/// ending in `*`, any name starting with what comes before it.
+pub fn env_pattern_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pattern,
+    }
+}
+
+/// Check a `--pass-env` pattern as the command line spells it: a variable name, or a prefix
+/// and a trailing `*`.
+pub fn parse_env_pattern(text: &str) -> Result<String, String> {
+    let name = text.strip_suffix('*').unwrap_or(text);
+    if name.is_empty() {
+        return Err(format!(
+            "{text:?} names no variable: give a name (GITHUB_TOKEN) or a prefix and `*`              (MYTOOL_*); passing every variable would pass the host's secrets"
+        ));
+    }
+    if name.contains(['=', '*', '\0']) {
+        return Err(format!(
+            "{text:?} is not a variable name (no `=`, and `*` only at the end)"
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+impl SandboxPolicy {
+    /// Whether the host's variable `name` reaches a plugin process under this policy.
+    pub fn passes_env(&self, name: &OsStr) -> bool {
+        let Some(name) = name.to_str() else {
+            return false;
+        };
+        BASE_ENVIRONMENT
+            .iter()
+            .copied()
+            .chain(self.pass_env.iter().map(String::as_str))
+            .any(|pattern| env_pattern_matches(pattern, name))
+    }
+
+    /// The part of this process's environment a plugin process gets (the loader then adds
+    /// [`LOADER_ENVIRONMENT`]).
+    pub fn environment(&self) -> Vec<(OsString, OsString)> {
+        std::env::vars_os()
+            .filter(|(name, _)| self.passes_env(name))
+            .collect()
+    }
+
+    /// What a plugin process may read besides `writable`: [`SYSTEM_READABLE`],
+    /// [`PROC_READABLE`] (`/proc/self` opens as this very process's directory: call it in the
+    /// process that confines itself), where the [`SYSTEM_LINKS`] resolve to, and `readable`.
+    fn read_rules(&self) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = SYSTEM_READABLE
+            .iter()
+            .chain(PROC_READABLE)
+            .map(PathBuf::from)
+            .collect();
+        for link in SYSTEM_LINKS {
+            let resolved = std::fs::canonicalize(link).ok();
+            if let Some(dir) = resolved.as_deref().and_then(Path::parent) {
+                if !SYSTEM_READABLE.iter().any(|system| dir.starts_with(system)) {
+                    paths.push(dir.to_owned());
+                }
+            }
+        }
+        paths.extend(self.readable.iter().cloned());
+        paths
+    }
+}
+
+/// Whether this process's environment holds only what `policy` lets through and what the
+/// loader sets: what the child reports as the environment's enforcement.
+pub fn environment_enforcement(policy: &SandboxPolicy) -> Enforcement {
+    let clean = std::env::vars_os().all(|(name, _)| {
+        policy.passes_env(&name) || LOADER_ENVIRONMENT.iter().any(|own| name == *own)
+    });
+    if clean {
+        Enforcement::Full
+    } else {
+        Enforcement::None
+    }
 }
 
 /// The address-space limit (`RLIMIT_AS`) of a plugin process unless the session says
@@ -74,14 +267,15 @@ pub fn format_size(bytes: u64) -> String {
 }
 
 /// How far a part of the sandbox is enforced by the running kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Enforcement {
     /// Everything asked for is enforced.
     Full,
-    /// Some of it (an older Landlock ABI).
+    /// Some of it (an older Landlock ABI; for the network, TCP only).
     Partial,
-    /// Nothing: the kernel has no usable Landlock.
+    /// Nothing: the kernel has no usable Landlock (or seccomp).
+    #[default]
     None,
     /// Not asked for.
     NotRequested,
@@ -92,10 +286,20 @@ pub enum Enforcement {
 pub struct Confinement {
     /// Writes outside the writable directories.
     pub filesystem: Enforcement,
-    /// TCP bind and connect.
+    /// Reads outside the readable directories (`none` from a child that predates it).
+    #[serde(default)]
+    pub reads: Enforcement,
+    /// The environment: only the variables the policy lets through.
+    #[serde(default)]
+    pub environment: Enforcement,
+    /// Sockets under `--deny-network`: `full` with the seccomp filter (every socket refused
+    /// but a Unix stream pair), `partial` with only Landlock's TCP rules.
     pub network: Enforcement,
     /// The Landlock ABI version in use, `0` when the kernel has none.
     pub landlock_abi: u32,
+    /// Whether the seccomp filter of [`super::network`] is installed.
+    #[serde(default)]
+    pub seccomp: bool,
 }
 
 /// Why the sandbox could not be set up (as opposed to merely not enforced).
@@ -104,6 +308,9 @@ pub enum SandboxError {
     /// Landlock refused the ruleset.
     #[error("cannot set up the Landlock sandbox: {0}")]
     Landlock(String),
+    /// The kernel refused the seccomp filter for a reason other than not having seccomp.
+    #[error("cannot set up the network filter: {0}")]
+    Seccomp(String),
     /// A resource limit could not be set.
     #[error("cannot set the {what} limit: {error}")]
     Limit {
@@ -114,7 +321,25 @@ pub enum SandboxError {
     },
 }
 
-/// Restrict this thread, and all it starts from now on, to the policy's writes (and TCP).
+/// Confine this thread, and all it starts from now on, as `policy` says: reads and writes
+/// (Landlock), and under `deny_network` sockets (seccomp, then Landlock's TCP rules and
+/// abstract Unix socket scope). The environment is the host's doing; this only checks it.
+pub fn confine(policy: &SandboxPolicy) -> Result<Confinement, SandboxError> {
+    let mut confinement = confine_filesystem(policy)?;
+    confinement.environment = environment_enforcement(policy);
+    if policy.deny_network {
+        confinement.seccomp = super::network::deny_sockets()?;
+        confinement.network = match (confinement.seccomp, confinement.landlock_abi) {
+            (true, _) => Enforcement::Full,
+            (false, abi) if abi >= 4 => Enforcement::Partial,
+            (false, _) => Enforcement::None,
+        };
+    }
+    Ok(confinement)
+}
+
+/// Restrict this thread, and all it starts from now on, to the policy's reads and writes
+/// (and, under `deny_network`, no TCP and no abstract Unix socket of another sandbox).
 #[cfg(target_os = "linux")]
 pub fn confine_filesystem(policy: &SandboxPolicy) -> Result<Confinement, SandboxError> {
     use landlock::{
@@ -132,14 +357,23 @@ pub fn confine_filesystem(policy: &SandboxPolicy) -> Result<Confinement, Sandbox
     if policy.deny_network {
         ruleset = ruleset
             .handle_access(AccessNet::from_all(abi))
+            .map_err(error)?
+            // A further layer under the seccomp filter: no connecting to an abstract Unix
+            // socket created outside this sandbox (ABI 6).
+            .scope(Scope::AbstractUnixSocket)
             .map_err(error)?;
     }
     // Signals to processes outside the sandbox (such as the host) are refused too.
     let ruleset = ruleset.scope(Scope::Signal).map_err(error)?;
+    // Paths that do not exist are left out (`path_beneath_rules` skips them): they allow
+    // nothing.
     let status = ruleset
         .create()
         .map_err(error)?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
+        .add_rules(path_beneath_rules(
+            policy.read_rules(),
+            AccessFs::from_read(abi),
+        ))
         .map_err(error)?
         .add_rules(path_beneath_rules(
             ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"],
@@ -162,17 +396,26 @@ pub fn confine_filesystem(policy: &SandboxPolicy) -> Result<Confinement, Sandbox
         RulesetStatus::PartiallyEnforced => Enforcement::Partial,
         RulesetStatus::NotEnforced => Enforcement::None,
     };
+    // Reading files and directories and executing are governed from ABI 1 on: whatever
+    // Landlock enforces, it enforces reads in full.
+    let reads = match filesystem {
+        Enforcement::Full | Enforcement::Partial => Enforcement::Full,
+        _ => Enforcement::None,
+    };
     let network = if !policy.deny_network {
         Enforcement::NotRequested
     } else if landlock_abi >= 4 {
-        Enforcement::Full
+        Enforcement::Partial
     } else {
         Enforcement::None
     };
     Ok(Confinement {
         filesystem,
+        reads,
+        environment: Enforcement::None,
         network,
         landlock_abi,
+        seccomp: false,
     })
 }
 
@@ -181,12 +424,15 @@ pub fn confine_filesystem(policy: &SandboxPolicy) -> Result<Confinement, Sandbox
 pub fn confine_filesystem(policy: &SandboxPolicy) -> Result<Confinement, SandboxError> {
     Ok(Confinement {
         filesystem: Enforcement::None,
+        reads: Enforcement::None,
+        environment: Enforcement::None,
         network: if policy.deny_network {
             Enforcement::None
         } else {
             Enforcement::NotRequested
         },
         landlock_abi: 0,
+        seccomp: false,
     })
 }
 
@@ -288,9 +534,90 @@ mod tests {
         assert!(wrote_inside);
         let refused = wrote_outside.unwrap_err();
         assert_eq!(refused.kind(), std::io::ErrorKind::PermissionDenied);
-        assert!(read_outside, "reads stay allowed");
+        assert!(
+            !read_outside,
+            "reads outside the readable paths are refused"
+        );
         assert!(!outside.path().join("no.txt").exists());
         // The test's own thread was never confined.
         std::fs::write(outside.path().join("free.txt"), b"free").unwrap();
+    }
+
+    #[test]
+    fn reads_are_confined_to_the_system_and_the_named_paths() {
+        let named = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(named.path().join("ok.txt"), b"ok").unwrap();
+        std::fs::write(other.path().join("secret.txt"), b"secret").unwrap();
+        let (named_path, other_path) = (named.path().to_owned(), other.path().to_owned());
+        let policy = SandboxPolicy {
+            readable: vec![named_path.clone()],
+            ..SandboxPolicy::default()
+        };
+        let (confinement, named_read, other_read, system_read) =
+            in_confined_thread(policy, move |confinement| {
+                (
+                    confinement,
+                    std::fs::read(named_path.join("ok.txt")).is_ok(),
+                    std::fs::read(other_path.join("secret.txt")),
+                    std::fs::read("/etc/passwd").is_ok(),
+                )
+            });
+        if confinement.filesystem == Enforcement::None {
+            eprintln!("skipped: this kernel has no Landlock");
+            return;
+        }
+        assert_eq!(confinement.reads, Enforcement::Full);
+        assert!(named_read && system_read);
+        let refused = other_read.unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::PermissionDenied);
+    }
+
+    #[test]
+    fn a_policy_with_non_utf8_paths_travels_as_json() {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = PathBuf::from(OsStr::from_bytes(b"/tmp/plugins-\xff\xfe"));
+        let policy = SandboxPolicy {
+            writable: vec![PathBuf::from("/w"), odd.clone()],
+            readable: vec![odd],
+            ..SandboxPolicy::default()
+        };
+        let json = serde_json::to_string(&policy).unwrap();
+        assert_eq!(
+            serde_json::from_str::<SandboxPolicy>(&json).unwrap(),
+            policy
+        );
+    }
+
+    #[test]
+    fn only_named_variables_pass() {
+        let policy = SandboxPolicy {
+            pass_env: vec!["GITHUB_TOKEN".to_owned(), "MYTOOL_*".to_owned()],
+            ..SandboxPolicy::default()
+        };
+        for passed in [
+            "PATH",
+            "HOME",
+            "LC_ALL",
+            "GITHUB_TOKEN",
+            "MYTOOL_MODE",
+            "MYTOOL_",
+        ] {
+            assert!(policy.passes_env(OsStr::new(passed)), "{passed}");
+        }
+        for refused in [
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN_2",
+            "MYTOOL",
+            "LD_PRELOAD",
+            "TMPDIR",
+        ] {
+            assert!(!policy.passes_env(OsStr::new(refused)), "{refused}");
+        }
+        assert_eq!(parse_env_pattern("MYTOOL_*"), Ok("MYTOOL_*".to_owned()));
+        assert!(parse_env_pattern("*").is_err());
+        assert!(parse_env_pattern("").is_err());
+        assert!(parse_env_pattern("A=B").is_err());
+        assert!(parse_env_pattern("A*B").is_err());
     }
 }

@@ -256,9 +256,29 @@ async fn call_and_resolve(
         .store()
         .map(|s| s.summaries().into_iter().map(|p| p.label).collect())
         .unwrap_or_default();
+    // A tool of a plugin process that failed on a path its sandbox refused: say how to allow
+    // it.
+    let tools = session.tools();
+    let confinement = session.plugins().into_iter().find_map(|plugin| {
+        let serves = tools.iter().any(|spec| {
+            spec.name == args.tool
+                && matches!(&spec.origin, xcsh_loader::ToolOrigin::Plugin(path) if *path == plugin.path)
+        });
+        serves.then_some(plugin.sandbox).flatten()
+    });
+    let refused = outcome.0.is_error && xcsh_loader::messages::is_refused_access(&outcome.0.text());
     output.step(&CallPreview {
         outcome: &outcome,
         pending: &pending,
+        hint: confinement.filter(|_| refused).map(|confinement| {
+            let sockets = if confinement.network == xcsh_loader::sandbox::Enforcement::NotRequested
+            {
+                ""
+            } else {
+                xcsh_loader::messages::REFUSED_SOCKET_HINT
+            };
+            format!("{}{sockets}", xcsh_loader::messages::REFUSED_ACCESS_HINT)
+        }),
     })?;
     let mut resolutions = Vec::new();
     while let Some(top) = session.store().and_then(|s| s.peek()) {

@@ -14,7 +14,7 @@ use xcsh_loader::{LoadError, LoadErrorKind, Session, ToolOrigin};
 use xcsh_plugin_api::ffi::ApiVersion;
 
 use crate::cli::{CwdArg, JsonArg, SandboxArgs};
-use crate::report::{Annotations, CheckReport, CheckedTool, FileCheck};
+use crate::report::{Annotations, CheckReport, CheckedTool, Enforced, FileCheck, PolicyReport};
 use crate::session::HostOptions;
 
 #[derive(Debug, Args)]
@@ -61,6 +61,8 @@ fn check_path(path: &Path, host: &HostOptions) -> Vec<FileCheck> {
             capabilities: None,
             isolation: None,
             sandbox: None,
+            confinement: None,
+            policy: None,
             tools: Vec::new(),
             problems: vec![format!(
                 "{message} (plugin files are named lib*{})",
@@ -127,6 +129,8 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
     let mut api_version = None;
     let mut isolation = None;
     let mut sandbox = None;
+    let mut confinement = None;
+    let mut policy = None;
     if path.is_file() {
         let builder = Session::builder(&host.cwd)
             .default_dirs(false)
@@ -144,14 +148,30 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
             .plugins()
             .first()
             .map(|p| xcsh_loader::messages::sandbox_summary(p.sandbox.as_ref()));
+        confinement = session
+            .plugins()
+            .first()
+            .and_then(|p| p.sandbox.as_ref().map(Enforced::from));
         api_version = session.plugins().first().map(|p| p.api_version.to_string());
+        let isolated = host.isolation.effective() == xcsh_loader::Isolation::Process;
+        if isolated {
+            policy = Some(policy_of(host, &path));
+        }
         for error in session.load_errors() {
+            let cause = error.cause();
             match version_hint(error) {
                 Some((read, hint)) => {
                     api_version = read;
-                    problems.push(format!("{}; {hint}", error.cause()));
+                    problems.push(format!("{cause}; {hint}"));
                 }
-                None => problems.push(error.cause()),
+                // A factory that could not read what it needs under the sandbox.
+                None if isolated && xcsh_loader::messages::is_refused_access(&cause) => {
+                    problems.push(format!(
+                        "{cause}; {}",
+                        xcsh_loader::messages::REFUSED_ACCESS_HINT
+                    ));
+                }
+                None => problems.push(cause),
             }
         }
         for spec in session.tools() {
@@ -194,7 +214,43 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
         api_version,
         isolation,
         sandbox,
+        confinement,
+        policy,
         tools,
         problems,
+    }
+}
+
+/// The sandbox policy of `plugin`'s process in a `check` under `host`'s options: the
+/// defaults, and what the options add.
+fn policy_of(host: &HostOptions, plugin: &Path) -> PolicyReport {
+    use xcsh_loader::sandbox::{BASE_ENVIRONMENT, SYSTEM_READABLE};
+    let shown = |path: &Path| path.display().to_string();
+    let private = "TMPDIR (private)".to_owned();
+    let mut environment: Vec<String> = BASE_ENVIRONMENT.iter().map(|n| (*n).to_owned()).collect();
+    environment.extend(host.sandbox.pass_env.iter().cloned());
+    environment.push(private.clone());
+    let mut writes = vec![shown(&host.cwd), private.clone()];
+    writes.extend(host.sandbox.allow_write.iter().map(|p| shown(p)));
+    let mut reads: Vec<String> = SYSTEM_READABLE
+        .iter()
+        .filter(|dir| Path::new(dir).exists())
+        .map(|dir| (*dir).to_owned())
+        .collect();
+    reads.push("/proc/self".to_owned());
+    reads.push(shown(&host.cwd));
+    reads.extend(plugin.parent().map(shown));
+    reads.push(private);
+    reads.extend(host.sandbox.allow_write.iter().map(|p| shown(p)));
+    reads.extend(host.sandbox.allow_read.iter().map(|p| shown(p)));
+    PolicyReport {
+        environment,
+        reads,
+        writes,
+        network: if host.sandbox.deny_network {
+            "denied"
+        } else {
+            "allowed"
+        },
     }
 }

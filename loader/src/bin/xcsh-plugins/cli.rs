@@ -96,6 +96,16 @@ pub struct SandboxArgs {
     /// under --cwd and a private temporary directory.
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
+    /// Let plugin processes read under PATH too (repeatable); by default they may read only
+    /// the system's directories, --cwd, the plugin's own directory, their temporary directory
+    /// and the --allow-write paths (not your home, not the shared /tmp).
+    #[arg(long = "allow-read", value_name = "PATH")]
+    pub allow_read: Vec<PathBuf>,
+    /// Pass this variable of the environment to plugin processes (repeatable; a trailing `*`
+    /// passes every variable with that prefix, as in MYTOOL_*). By default they get only
+    /// PATH, HOME, USER, LANG, LC_*, TERM, TZ and a TMPDIR of their own.
+    #[arg(long = "pass-env", value_name = "NAME", value_parser = xcsh_loader::sandbox::parse_env_pattern)]
+    pub pass_env: Vec<String>,
     /// Refuse to load plugins that cannot be sandboxed (no Landlock, or --isolation in-process)
     /// instead of warning.
     #[arg(long)]
@@ -103,7 +113,9 @@ pub struct SandboxArgs {
     /// The address-space limit of each plugin process: bytes, or with K, M, G (default 4G).
     #[arg(long, value_name = "SIZE", value_parser = xcsh_loader::sandbox::parse_size)]
     pub memory_limit: Option<u64>,
-    /// Deny plugin processes TCP connects and listens (Landlock ABI 4, Linux 6.7 and later).
+    /// Deny plugin processes the network: no socket but a Unix stream pair (no TCP, UDP, raw,
+    /// packet or netlink socket, no connection to a Unix socket outside; seccomp, and Landlock
+    /// ABI 4 for TCP).
     #[arg(long)]
     pub deny_network: bool,
 }
@@ -292,6 +304,8 @@ impl Cli {
         merge(sandbox, slots.sandbox, &mut unused, |from, into| {
             into.isolation = into.isolation.or(from.isolation);
             into.allow_write.splice(0..0, from.allow_write);
+            into.allow_read.splice(0..0, from.allow_read);
+            into.pass_env.splice(0..0, from.pass_env);
             into.require_sandbox |= from.require_sandbox;
             into.memory_limit = into.memory_limit.or(from.memory_limit);
             into.deny_network |= from.deny_network;
@@ -349,6 +363,8 @@ impl Given for SandboxArgs {
         set(&[
             (self.isolation.is_some(), "--isolation"),
             (!self.allow_write.is_empty(), "--allow-write"),
+            (!self.allow_read.is_empty(), "--allow-read"),
+            (!self.pass_env.is_empty(), "--pass-env"),
             (self.require_sandbox, "--require-sandbox"),
             (self.memory_limit.is_some(), "--memory-limit"),
             (self.deny_network, "--deny-network"),

@@ -6,6 +6,7 @@
 //! keys (camelCase); the few fields only the text form needs are `#[serde(skip)]`.
 
 use serde::{Serialize, Serializer};
+use xcsh_loader::sandbox::{Confinement, Enforcement};
 use xcsh_loader::trust::trust_command;
 use xcsh_loader::{
     LoadError, LoadErrorKind, LoadedPlugin, ToolHints, ToolOrigin, ToolOutcome, ToolSpec,
@@ -35,9 +36,59 @@ pub struct ListedPlugin {
     pub api_version: String,
     pub capabilities: Vec<&'static str>,
     pub isolation: &'static str,
-    /// What its process's sandbox enforces (`landlock v6, writes confined`, `unavailable`,
-    /// `none (in-process)`).
+    /// What its process's sandbox enforces (`landlock v6, reads confined, writes confined,
+    /// environment filtered`, `unavailable, environment filtered`, `none (in-process)`).
     pub sandbox: String,
+    /// The same, part by part; `null` in-process.
+    pub confinement: Option<Enforced>,
+}
+
+/// What a plugin process's sandbox enforced, part by part (`list --json`, `check --json`):
+/// each `full`, `partial`, `none` or `not-requested`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Enforced {
+    /// Only the variables the policy names (`full`).
+    pub environment: Enforcement,
+    /// Reads outside the readable paths refused.
+    pub reads: Enforcement,
+    /// Writes outside the writable paths refused.
+    pub writes: Enforcement,
+    /// Under `--deny-network`: `full` (every socket but a Unix stream pair refused, by
+    /// seccomp), `partial` (TCP only, Landlock), `none`; otherwise `not-requested`.
+    pub network: Enforcement,
+    /// The Landlock ABI in force (`0`: none).
+    pub landlock_abi: u32,
+    /// Whether the seccomp network filter is in force.
+    pub seccomp: bool,
+}
+
+impl From<&Confinement> for Enforced {
+    fn from(confinement: &Confinement) -> Self {
+        Enforced {
+            environment: confinement.environment,
+            reads: confinement.reads,
+            writes: confinement.filesystem,
+            network: confinement.network,
+            landlock_abi: confinement.landlock_abi,
+            seccomp: confinement.seccomp,
+        }
+    }
+}
+
+/// The sandbox policy a plugin process of `check` ran under, as the options and defaults
+/// make it (`TMPDIR` stands for the session's private temporary directory).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyReport {
+    /// The variables of the host's environment it gets (names, or prefixes with `*`).
+    pub environment: Vec<String>,
+    /// Where it may read.
+    pub reads: Vec<String>,
+    /// Where it may write.
+    pub writes: Vec<String>,
+    /// `denied` under `--deny-network`, `allowed` otherwise.
+    pub network: &'static str,
 }
 
 impl From<&LoadedPlugin> for ListedPlugin {
@@ -49,6 +100,7 @@ impl From<&LoadedPlugin> for ListedPlugin {
             api_version,
             isolation: plugin.isolation.as_str(),
             sandbox: xcsh_loader::messages::sandbox_summary(plugin.sandbox.as_ref()),
+            confinement: plugin.sandbox.as_ref().map(Enforced::from),
         }
     }
 }
@@ -208,6 +260,10 @@ pub struct FileCheck {
     pub isolation: Option<String>,
     /// What its process's sandbox enforced, once it loaded (see [`ListedPlugin::sandbox`]).
     pub sandbox: Option<String>,
+    /// The same, part by part (see [`ListedPlugin::confinement`]).
+    pub confinement: Option<Enforced>,
+    /// What its process was allowed, under process isolation.
+    pub policy: Option<PolicyReport>,
     pub tools: Vec<CheckedTool>,
     pub problems: Vec<String>,
 }
@@ -269,6 +325,8 @@ pub struct LoadWarnings(pub Vec<String>);
 pub struct CallPreview<'a> {
     pub outcome: &'a Outcome,
     pub pending: &'a [String],
+    /// What to do about an error that reads like a path the sandbox refused.
+    pub hint: Option<String>,
 }
 
 /// A tool's outcome, serialised as `{"isError", "result": {content, details}}`.

@@ -31,6 +31,9 @@ pub struct HostOptions {
 #[derive(Debug, Clone, Default)]
 pub struct SandboxOptions {
     pub allow_write: Vec<PathBuf>,
+    pub allow_read: Vec<PathBuf>,
+    /// `--pass-env` names and prefixes.
+    pub pass_env: Vec<String>,
     pub require: bool,
     /// `None`: the loader's default.
     pub memory_limit: Option<u64>,
@@ -45,6 +48,12 @@ impl SandboxOptions {
                 .iter()
                 .map(|path| std::path::absolute(path).unwrap_or_else(|_| path.clone()))
                 .collect(),
+            allow_read: args
+                .allow_read
+                .iter()
+                .map(|path| std::path::absolute(path).unwrap_or_else(|_| path.clone()))
+                .collect(),
+            pass_env: args.pass_env.clone(),
             require: args.require_sandbox,
             memory_limit: args.memory_limit,
             deny_network: args.deny_network,
@@ -61,6 +70,12 @@ impl SandboxOptions {
         }
         for path in &self.allow_write {
             builder = builder.allow_write(path);
+        }
+        for path in &self.allow_read {
+            builder = builder.allow_read(path);
+        }
+        for name in &self.pass_env {
+            builder = builder.pass_env(name);
         }
         builder
     }

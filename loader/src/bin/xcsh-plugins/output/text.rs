@@ -161,6 +161,13 @@ impl Text for FileCheck {
                 to.out,
                 "ok {path} (xcsh-plugin-api {version}, isolation {isolation}, sandbox: {sandbox})"
             )?;
+            if let Some(policy) = &self.policy {
+                let list = |items: &[String]| sanitize(&items.join(", "));
+                writeln!(to.out, "  environment: {}", list(&policy.environment))?;
+                writeln!(to.out, "  reads: {}", list(&policy.reads))?;
+                writeln!(to.out, "  writes: {}", list(&policy.writes))?;
+                writeln!(to.out, "  network: {}", policy.network)?;
+            }
             for tool in &self.tools {
                 writeln!(
                     to.out,
@@ -211,6 +218,9 @@ fn write_outcome(outcome: &Outcome, to: &mut Streams<'_>) -> io::Result<()> {
 impl Text for CallPreview<'_> {
     fn write_text(&self, to: &mut Streams<'_>) -> io::Result<()> {
         write_outcome(self.outcome, to)?;
+        if let Some(hint) = &self.hint {
+            writeln!(to.err, "hint: {hint}")?;
+        }
         if !self.pending.is_empty() {
             writeln!(to.out, "\nPending actions (newest first):")?;
             for (i, label) in self.pending.iter().enumerate() {
