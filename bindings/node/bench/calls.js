@@ -81,7 +81,7 @@ async function mcp() {
 async function floorOfCalls() {
   const running = new Map();
   const session = new native.NativeSession(
-    { cwd: process.cwd(), plugins: [], defaultDirs: false, isolation: "in-process", allowWrite: [], denyNetwork: false },
+    { cwd: process.cwd(), plugins: [], defaultDirs: false, isolation: "in-process", allowWrite: [], allowRead: [], passEnv: [], denyNetwork: false },
     null,
     () => {},
     null,
