@@ -20,6 +20,7 @@ const OPTION_NAMES = [
   "memoryLimit",
   "allowWrite",
   "denyNetwork",
+  "stopIdleAfterMs",
   "approval",
   "loadMode",
 ];
@@ -149,6 +150,21 @@ function checkOptions(options) {
   ) {
     throw optionError("timeoutMs", "a positive number of milliseconds", timeoutMs);
   }
+  // `Infinity` never stops an idle plugin process; `0` is refused (it would not say whether it
+  // means "never" or "at once").
+  const stopIdleAfterMs = options.stopIdleAfterMs;
+  if (
+    stopIdleAfterMs !== undefined &&
+    (typeof stopIdleAfterMs !== "number" ||
+      Number.isNaN(stopIdleAfterMs) ||
+      stopIdleAfterMs < 1)
+  ) {
+    throw optionError(
+      "stopIdleAfterMs",
+      "a number of milliseconds (at least 1), or Infinity for never",
+      stopIdleAfterMs,
+    );
+  }
   let memoryLimit;
   if (options.memoryLimit !== undefined) {
     const value = options.memoryLimit;
@@ -187,6 +203,7 @@ function checkOptions(options) {
     memoryLimit,
     allowWrite: stringList("allowWrite", options.allowWrite),
     denyNetwork: boolean("denyNetwork", options.denyNetwork, false),
+    stopIdleAfterMs,
   };
 }
 
@@ -270,6 +287,7 @@ class PluginSession {
         memoryLimit: options.memoryLimit,
         allowWrite: options.allowWrite,
         denyNetwork: options.denyNetwork,
+        stopIdleAfterMs: options.stopIdleAfterMs,
         pluginHost: pluginHost(dir),
       },
       push,
