@@ -75,9 +75,9 @@ pub(super) fn watch(plugin: Weak<IsolatedPlugin>, connection: &Arc<Connection>, 
 /// `duration` as a person reads it in a log line: `300ms`, `30s`, `5m`.
 pub(super) fn human(duration: Duration) -> String {
     let millis = duration.as_millis();
-    if millis % 60_000 == 0 && millis > 0 {
+    if millis > 0 && millis.is_multiple_of(60_000) {
         format!("{}m", millis / 60_000)
-    } else if millis % 1000 == 0 && millis > 0 {
+    } else if millis > 0 && millis.is_multiple_of(1000) {
         format!("{}s", millis / 1000)
     } else {
         format!("{millis}ms")
