@@ -190,11 +190,11 @@ fn idle_benchmarks_stop_every_plugin_process_and_restart_one() {
         let session = idle::IdleSession::start(&artifacts.cli(), &dir, &cwd, &cache, Some("300ms"))
             .await
             .unwrap();
-        // Three distinct tools (and the preview tool of each copy, renamed too).
+        // Three distinct plugins: each its own echo and preview.
         assert_eq!(
             session.list().await.unwrap(),
-            7,
-            "3 echoes, 3 previews, resolve"
+            8,
+            "3 echoes, 3 previews, the built-in ast_edit, resolve"
         );
         for tool in &tools {
             session.call(tool).await.unwrap();
