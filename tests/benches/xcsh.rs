@@ -1295,6 +1295,6 @@ fn bench_idle(bench: &mut Bench) {
         .target("≤ 10 ms", restart <= Duration::from_millis(10)),
     );
     bench.notes.push(format!(
-        "idle: {IDLE_PLUGINS} distinct copies of `libfixture_bench.so` (each copy's tool names renamed in its bytes, `bench_e000`..), `xcsh-plugins mcp --plugin DIR` with the definitions cache warm (no process before the first call), called once each by an rmcp client; resident memory is VmRSS of the server plus its children (`/proc`). The restart rows run in the benchmark process: a session with `stop_idle_after(20 ms)`, each timed call made once its process was gone."
+        "idle: {IDLE_PLUGINS} distinct copies of `libfixture_bench.so` (each copy numbered in its bytes, which names its tools `bench_echo_000`..), `xcsh-plugins mcp --plugin DIR` with the definitions cache warm (no process before the first call), called once each by an rmcp client; resident memory is VmRSS of the server plus its children (`/proc`). The restart rows run in the benchmark process: a session with `stop_idle_after(20 ms)`, each timed call made once its process was gone."
     ));
 }

@@ -868,9 +868,10 @@ pub mod idle {
     use super::calls::{echo_args, mcp_text, ECHO, ECHO_TEXT};
 
     /// Copy the `fixture-bench` plugin `source` to `n` distinct plugins in `dir` (0700), each
-    /// with tools of its own: in the copy's bytes every `bench_echo` becomes `bench_eNNN` and
-    /// every `bench_preview` `bench_prevNNN` (same lengths, so nothing else in the file
-    /// moves). Returns the echo tools' names, in order.
+    /// with tools of its own: copy `NNN` has its number written over the plugin's copy marker
+    /// (`xcsh-bench-copy=---`, the same length, so nothing else in the file moves), which
+    /// names its tools `bench_echo_NNN` and `bench_preview_NNN`. Returns the echo tools'
+    /// names, in order.
     pub fn distinct_plugins(source: &Path, dir: &Path, n: usize) -> std::io::Result<Vec<String>> {
         assert!(n <= 1000, "three digits per copy");
         std::fs::create_dir_all(dir)?;
@@ -880,32 +881,22 @@ pub mod idle {
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
         }
         let bytes = std::fs::read(source)?;
+        let marker: &[u8] = b"xcsh-bench-copy=---";
+        let at = bytes
+            .windows(marker.len())
+            .position(|w| w == marker)
+            .ok_or_else(|| std::io::Error::other("no copy marker in the plugin"))?;
         let suffix = std::env::consts::DLL_SUFFIX;
         (0..n)
             .map(|i| {
-                let name = format!("bench_e{i:03}");
                 let mut copy = bytes.clone();
-                replace_all(&mut copy, ECHO.as_bytes(), name.as_bytes());
-                replace_all(
-                    &mut copy,
-                    b"bench_preview",
-                    format!("bench_prev{i:03}").as_bytes(),
-                );
+                copy[at + marker.len() - 3..at + marker.len()]
+                    .copy_from_slice(format!("{i:03}").as_bytes());
                 let target = dir.join(format!("libbench_idle_{i:03}{suffix}"));
                 std::fs::write(&target, copy)?;
-                Ok(name)
+                Ok(format!("{ECHO}_{i:03}"))
             })
             .collect()
-    }
-
-    /// Replace every `from` in `bytes` with `to`, of the same length.
-    fn replace_all(bytes: &mut [u8], from: &[u8], to: &[u8]) {
-        assert_eq!(from.len(), to.len());
-        let mut at = 0;
-        while let Some(found) = bytes[at..].windows(from.len()).position(|w| w == from) {
-            bytes[at + found..at + found + to.len()].copy_from_slice(to);
-            at += found + to.len();
-        }
     }
 
     /// The plugin processes of process `pid` (its `xcsh-plugin-host` children).

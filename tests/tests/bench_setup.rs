@@ -185,7 +185,10 @@ fn idle_benchmarks_stop_every_plugin_process_and_restart_one() {
     );
     std::fs::create_dir_all(&cwd).unwrap();
     let tools = idle::distinct_plugins(&artifacts.plugin("fixture-bench"), &dir, 3).unwrap();
-    assert_eq!(tools, ["bench_e000", "bench_e001", "bench_e002"]);
+    assert_eq!(
+        tools,
+        ["bench_echo_000", "bench_echo_001", "bench_echo_002"]
+    );
     runtime.block_on(async {
         let session = idle::IdleSession::start(&artifacts.cli(), &dir, &cwd, &cache, Some("300ms"))
             .await
