@@ -386,6 +386,9 @@ impl IsolatedPlugin {
         let pid = connection.pid;
         // The last handle: the child is asked to exit, and killed after the grace period.
         drop(connection);
+        if let Ok(runtime) = background() {
+            crate::sys::heap::release_after_stop(runtime, GRACE_PERIOD);
+        }
         self.stopped_idle.store(true, Ordering::SeqCst);
         drop(current);
         tracing::debug!(
