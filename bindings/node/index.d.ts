@@ -114,6 +114,13 @@ export interface NativeToolFactoryOptions {
    * packet or netlink socket, no connection to a Unix socket outside). Default `false`.
    */
   denyNetwork?: boolean;
+  /**
+   * Stop a plugin's process once it has been idle (no call, no apply or reject, nothing it
+   * pushed still pending) this many milliseconds; its next call starts it again. Default
+   * `30000`, as the CLI's `--stop-idle-after 30s`. `Infinity` never stops one (as `off`);
+   * `0` is refused. No effect with `isolation: "in-process"`.
+   */
+  stopIdleAfterMs?: number;
   /** Per tool name, the approval that replaces the tool's own tier, e.g. `{ my_tool: "exec" }`. */
   approval?: Record<string, NativeToolApproval>;
   /** How the runtime presents every native tool (`"essential"`: top level; `"discoverable"`: behind tool search). Default: the runtime's own. */

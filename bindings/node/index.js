@@ -22,6 +22,7 @@ const OPTION_NAMES = [
   "allowRead",
   "passEnv",
   "denyNetwork",
+  "stopIdleAfterMs",
   "approval",
   "loadMode",
 ];
@@ -170,6 +171,21 @@ function checkOptions(options) {
   ) {
     throw optionError("timeoutMs", "a positive number of milliseconds", timeoutMs);
   }
+  // `Infinity` never stops an idle plugin process; `0` is refused (it would not say whether it
+  // means "never" or "at once").
+  const stopIdleAfterMs = options.stopIdleAfterMs;
+  if (
+    stopIdleAfterMs !== undefined &&
+    (typeof stopIdleAfterMs !== "number" ||
+      Number.isNaN(stopIdleAfterMs) ||
+      stopIdleAfterMs < 1)
+  ) {
+    throw optionError(
+      "stopIdleAfterMs",
+      "a number of milliseconds (at least 1), or Infinity for never",
+      stopIdleAfterMs,
+    );
+  }
   let memoryLimit;
   if (options.memoryLimit !== undefined) {
     const value = options.memoryLimit;
@@ -210,6 +226,7 @@ function checkOptions(options) {
     allowRead: stringList("allowRead", options.allowRead),
     passEnv: envNames("passEnv", options.passEnv),
     denyNetwork: boolean("denyNetwork", options.denyNetwork, false),
+    stopIdleAfterMs,
   };
 }
 
@@ -303,6 +320,7 @@ class PluginSession {
         allowRead: options.allowRead,
         passEnv: options.passEnv,
         denyNetwork: options.denyNetwork,
+        stopIdleAfterMs: options.stopIdleAfterMs,
         pluginHost: pluginHost(dir),
       },
       push,

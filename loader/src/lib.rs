@@ -71,7 +71,10 @@ pub use plugin_abi::ast_edit_tool;
 pub use plugin_abi::{builtin_plugin_tools, BuiltinPluginTool, PluginTool};
 pub use resolve::render::{render_resolve, RenderStyle};
 pub use resolve::{render, steering};
-pub use session::{LoadedPlugin, Session, SessionBuilder};
+pub use session::{
+    parse_idle_time, IdleTimeError, LoadedPlugin, Session, SessionBuilder, StopIdleAfter,
+    DEFAULT_STOP_IDLE_AFTER,
+};
 pub use steering::{Provider, SteeringMessage, ToolChoice};
 pub use store::{
     PendingAction, PendingActionSink, PendingActionStore, PendingSummary, PushSubscription,

@@ -57,6 +57,20 @@ impl CustomToolApi {
             .map_err(|message| PluginError::new(message.into_string()))
     }
 
+    /// Keep this plugin's process running while it is idle (`true`), or let the host stop
+    /// it again (`false`, the default).
+    ///
+    /// Under process isolation a host stops a plugin process that has had no running call
+    /// and no pending action for a while (30 seconds by default), and starts it again at the
+    /// next call of one of its tools: everything the plugin held in memory is then gone.
+    /// Call this with `true` while the plugin holds state a restart would lose (an open
+    /// connection, a warm index), from the factory or from a tool, and with `false` once it
+    /// no longer does. It changes nothing in-process (nothing is stopped there). Since
+    /// `xcsh-plugin-api` 0.5.
+    pub fn keep_alive(&self, keep: bool) {
+        self.host.keep_alive(keep);
+    }
+
     /// A logger whose lines reach the host's log.
     pub fn logger(&self) -> Logger {
         Logger {

@@ -52,6 +52,11 @@ pub const CAPABILITIES: &[Capability] = &[
         since: "0.5.0",
         description: "a failed apply keeps the action's reject, and a retryable apply may run again, for runtimes that keep a failed preview pending",
     },
+    Capability {
+        name: "keep-alive",
+        since: "0.5.0",
+        description: "the plugin may ask the host not to stop its process while idle (CustomToolApi::keep_alive)",
+    },
 ];
 
 /// The capabilities a plugin built against `version` has (empty for a version this crate

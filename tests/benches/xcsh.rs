@@ -1,5 +1,5 @@
 //! Every benchmark of BENCHMARKS.md in one run, then one table:
-//! `cargo bench -p xcsh-integration-tests --bench xcsh [-- calls load store isolation ast_edit]`
+//! `cargo bench -p xcsh-integration-tests --bench xcsh [-- calls load store isolation idle ast_edit]`
 //! (`.ci/bench` runs this and prints the table).
 //!
 //! Criterion times each case; the table takes criterion's median of each (from its
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use criterion::{BatchSize, Criterion, SamplingMode};
 use serde_json::{json, Value};
 use xcsh_integration_tests::bench::isolation::DefinitionsCache;
-use xcsh_integration_tests::bench::{calls, flush_writes, isolation, load, store, tree};
+use xcsh_integration_tests::bench::{calls, flush_writes, idle, isolation, load, store, tree};
 use xcsh_integration_tests::{ast_grep_cli, release_artifacts, workspace_root};
 use xcsh_loader::Isolation;
 
@@ -206,6 +206,9 @@ fn main() {
     }
     if wanted("isolation") {
         bench_isolation(&mut bench);
+    }
+    if wanted("idle") {
+        bench_idle(&mut bench);
     }
     if wanted("ast_edit") {
         bench_ast_edit(&mut bench);
@@ -1131,4 +1134,169 @@ fn bench_isolation(bench: &mut Bench) {
         ))
         .target("≤ 4 MiB", beyond <= 4096.0),
     );
+}
+
+/// Distinct plugins in the idle MCP session.
+const IDLE_PLUGINS: usize = 50;
+
+/// Issue 28: (1) an MCP session over [`IDLE_PLUGINS`] distinct plugins, each called once, then
+/// left idle for the default idle time (30 s) and one second more: its plugin processes and
+/// the resident memory of host plus children before any call, right after the calls, and
+/// then; (2) the first call of a plugin whose process was stopped while idle (a restart:
+/// spawn, handshake, `dlopen`, then the call) against a call of a running one.
+fn bench_idle(bench: &mut Bench) {
+    let artifacts = release_artifacts();
+    let root = tempfile::tempdir().unwrap();
+    let (dir, cwd, cache) = (
+        root.path().join("plugins"),
+        root.path().join("cwd"),
+        root.path().join("cache"),
+    );
+    std::fs::create_dir_all(&cwd).unwrap();
+    let tools =
+        idle::distinct_plugins(&artifacts.plugin("fixture-bench"), &dir, IDLE_PLUGINS).unwrap();
+    flush_writes();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let idle_time = xcsh_loader::DEFAULT_STOP_IDLE_AFTER;
+    // One session: before any call, right after one call of each plugin, and 1 s after the
+    // idle time.
+    let session = || {
+        runtime.block_on(async {
+            let session = idle::IdleSession::start(&artifacts.cli(), &dir, &cwd, &cache, None)
+                .await
+                .unwrap();
+            let listed = session.list().await.unwrap();
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let pid = session.pid();
+            let before = idle::footprint(pid);
+            for tool in &tools {
+                session.call(tool).await.unwrap();
+            }
+            let after_calls = idle::footprint(pid);
+            tokio::time::sleep(idle_time + Duration::from_secs(1)).await;
+            let after_idle = idle::footprint(pid);
+            session.stop().await;
+            (listed, [before, after_calls, after_idle])
+        })
+    };
+    let show = |f: idle::Footprint| {
+        format!(
+            "{} plugin processes, host + children {} (host {})",
+            f.plugin_processes,
+            kib(f.total_kib as f64),
+            kib(f.host_kib as f64)
+        )
+    };
+    // First with the definitions cache cold (every process starts at build, and is stopped
+    // once idle too), which fills it; then warm, as every later session of the user.
+    for cache_state in ["cold", "warm"] {
+        let (listed, [before, after_calls, after_idle]) = session();
+        let grown = after_idle.total_kib as f64 - before.total_kib as f64;
+        bench.rows.push(Row::new(
+            "idle",
+            format!("MCP session over {IDLE_PLUGINS} distinct plugins ({listed} tools listed), definitions cache {cache_state}: before any call"),
+            show(before),
+        ));
+        bench.rows.push(Row::new(
+            "idle",
+            format!("the same ({cache_state}), right after calling each plugin's tool once"),
+            show(after_calls),
+        ));
+        let row = Row::new(
+            "idle",
+            format!(
+                "the same ({cache_state}), 1 s after the idle time ({}s, the default) has passed",
+                idle_time.as_secs()
+            ),
+            show(after_idle),
+        )
+        .baseline(format!("before any call: {}", kib(before.total_kib as f64)))
+        .ratio("grown (MiB)", grown / 1024.0);
+        bench.rows.push(if cache_state == "warm" {
+            row.target(
+                "0 plugin processes, total within 2 MiB of before",
+                after_idle.plugin_processes == 0 && grown.abs() <= 2048.0,
+            )
+        } else {
+            row.target("0 plugin processes", after_idle.plugin_processes == 0)
+        });
+    }
+
+    // (2) The restart's cost, in this process: one session whose process stops after 20 ms
+    // idle (each timed call finds it stopped), one that never stops.
+    let echo = artifacts.plugin("fixture-bench");
+    let me = std::process::id();
+    assert!(idle::wait_for_no_plugin_process(
+        me,
+        Duration::from_secs(10)
+    ));
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = bench.criterion.benchmark_group("idle");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    {
+        let stopping = idle::session(&cwd, &echo, Some(Duration::from_millis(20)));
+        assert_eq!(
+            current.block_on(calls::call_echo(&stopping)).text(),
+            calls::ECHO_TEXT
+        );
+        group.bench_function("a_first_call_after_a_stop", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    assert!(idle::wait_for_no_plugin_process(
+                        me,
+                        Duration::from_secs(10)
+                    ));
+                    let start = Instant::now();
+                    let outcome = current.block_on(calls::call_echo(&stopping));
+                    total += start.elapsed();
+                    assert_eq!(outcome.text(), calls::ECHO_TEXT);
+                }
+                total
+            });
+        });
+    }
+    assert!(idle::wait_for_no_plugin_process(
+        me,
+        Duration::from_secs(10)
+    ));
+    {
+        let running = idle::session(&cwd, &echo, None);
+        assert_eq!(
+            current.block_on(calls::call_echo(&running)).text(),
+            calls::ECHO_TEXT
+        );
+        group
+            .sample_size(50)
+            .measurement_time(Duration::from_secs(3));
+        group.bench_function("b_call_of_a_running_plugin", |b| {
+            b.iter_custom(|iters| timed_calls(&current, iters, || calls::call_echo(&running)));
+        });
+    }
+    group.finish();
+    let restart = bench.median("idle", "a_first_call_after_a_stop");
+    let running = bench.median("idle", "b_call_of_a_running_plugin");
+    bench.rows.push(
+        Row::new(
+            "idle",
+            "first call of a plugin whose process was stopped while idle (restart: spawn, handshake, `dlopen`, call)",
+            time(restart),
+        )
+        .baseline(format!("call of a running one: {}", time(running)))
+        .ratio("stopped/running", restart.as_secs_f64() / running.as_secs_f64())
+        .target("≤ 10 ms", restart <= Duration::from_millis(10)),
+    );
+    bench.notes.push(format!(
+        "idle: {IDLE_PLUGINS} distinct copies of `libfixture_bench.so` (each copy numbered in its bytes, which names its tools `bench_echo_000`..), `xcsh-plugins mcp --plugin DIR` with the definitions cache warm (no process before the first call), called once each by an rmcp client; resident memory is VmRSS of the server plus its children (`/proc`). The restart rows run in the benchmark process: a session with `stop_idle_after(20 ms)`, each timed call made once its process was gone."
+    ));
 }

@@ -850,3 +850,190 @@ pub mod isolation {
         Some((rss, plugin))
     }
 }
+
+pub mod idle {
+    //! Issue 28: what an idle MCP session over many plugins keeps (plugin processes, and the
+    //! resident memory of the host plus its children), and what restarting a stopped plugin
+    //! costs at its next call.
+
+    use std::path::{Path, PathBuf};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::service::{RoleClient, RunningService};
+    use rmcp::ServiceExt;
+    use serde_json::Value;
+
+    use super::calls::{echo_args, mcp_text, ECHO, ECHO_TEXT};
+
+    /// Copy the `fixture-bench` plugin `source` to `n` distinct plugins in `dir` (0700), each
+    /// with tools of its own: copy `NNN` has its number written over the plugin's copy marker
+    /// (`xcsh-bench-copy=---`, the same length, so nothing else in the file moves), which
+    /// names its tools `bench_echo_NNN` and `bench_preview_NNN`. Returns the echo tools'
+    /// names, in order.
+    pub fn distinct_plugins(source: &Path, dir: &Path, n: usize) -> std::io::Result<Vec<String>> {
+        assert!(n <= 1000, "three digits per copy");
+        std::fs::create_dir_all(dir)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+        let bytes = std::fs::read(source)?;
+        let marker: &[u8] = b"xcsh-bench-copy=---";
+        let at = bytes
+            .windows(marker.len())
+            .position(|w| w == marker)
+            .ok_or_else(|| std::io::Error::other("no copy marker in the plugin"))?;
+        let suffix = std::env::consts::DLL_SUFFIX;
+        (0..n)
+            .map(|i| {
+                let mut copy = bytes.clone();
+                copy[at + marker.len() - 3..at + marker.len()]
+                    .copy_from_slice(format!("{i:03}").as_bytes());
+                let target = dir.join(format!("libbench_idle_{i:03}{suffix}"));
+                std::fs::write(&target, copy)?;
+                Ok(format!("{ECHO}_{i:03}"))
+            })
+            .collect()
+    }
+
+    /// The plugin processes of process `pid` (its `xcsh-plugin-host` children).
+    pub fn plugin_children(pid: u32) -> Vec<u32> {
+        crate::child_pids(pid)
+            .into_iter()
+            .filter(|child| {
+                std::fs::read_to_string(format!("/proc/{child}/comm"))
+                    .is_ok_and(|comm| comm.starts_with("xcsh-plugin-hos"))
+            })
+            .collect()
+    }
+
+    /// What a session's processes hold at one moment.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Footprint {
+        /// Its plugin processes.
+        pub plugin_processes: usize,
+        /// The host's VmRSS, KiB.
+        pub host_kib: u64,
+        /// The host's plus every child's VmRSS, KiB.
+        pub total_kib: u64,
+    }
+
+    /// The footprint of the session in process `pid` now.
+    pub fn footprint(pid: u32) -> Footprint {
+        let rss = |pid: u32| super::proc_kib(&format!("/proc/{pid}/status"), "VmRSS:").unwrap_or(0);
+        let children = crate::child_pids(pid);
+        let host_kib = rss(pid);
+        Footprint {
+            plugin_processes: plugin_children(pid).len(),
+            host_kib,
+            total_kib: host_kib + children.iter().map(|&c| rss(c)).sum::<u64>(),
+        }
+    }
+
+    /// `xcsh-plugins mcp --no-default-dirs --plugin DIR [--stop-idle-after IDLE]` with its
+    /// definitions cache in `cache`, and an `rmcp` client on its stdio.
+    pub struct IdleSession {
+        client: RunningService<RoleClient, ()>,
+        child: tokio::process::Child,
+    }
+
+    impl IdleSession {
+        /// Start it and initialize (`idle`: `None` keeps the default).
+        pub async fn start(
+            cli: &Path,
+            dir: &Path,
+            cwd: &Path,
+            cache: &Path,
+            idle: Option<&str>,
+        ) -> Result<Self, String> {
+            let mut command = tokio::process::Command::new(cli);
+            command
+                .args(["mcp", "--no-default-dirs", "--plugin"])
+                .arg(dir)
+                .arg("--cwd")
+                .arg(cwd);
+            if let Some(idle) = idle {
+                command.args(["--stop-idle-after", idle]);
+            }
+            let mut child = command
+                .env("XCSH_CACHE_DIR", cache)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| format!("cannot start {}: {e}", cli.display()))?;
+            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                return Err("no stdio pipes".to_owned());
+            };
+            let client =
+                ().serve((stdout, stdin))
+                    .await
+                    .map_err(|e| format!("MCP initialize failed: {e}"))?;
+            Ok(Self { client, child })
+        }
+
+        /// The server's process id.
+        pub fn pid(&self) -> u32 {
+            self.child.id().unwrap_or(0)
+        }
+
+        /// `tools/list`: how many tools.
+        pub async fn list(&self) -> Result<usize, String> {
+            self.client
+                .list_all_tools()
+                .await
+                .map(|tools| tools.len())
+                .map_err(|e| format!("tools/list failed: {e}"))
+        }
+
+        /// Call `tool` (a renamed `bench_echo`) once; checks its answer.
+        pub async fn call(&self, tool: &str) -> Result<(), String> {
+            let Value::Object(arguments) = echo_args() else {
+                return Err("arguments must be an object".to_owned());
+            };
+            let result = self
+                .client
+                .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+                .await
+                .map_err(|e| format!("tools/call {tool} failed: {e}"))?;
+            match mcp_text(&result) {
+                text if text == ECHO_TEXT => Ok(()),
+                text => Err(format!("{tool} answered {text:?}")),
+            }
+        }
+
+        /// Close the client and end the server.
+        pub async fn stop(mut self) {
+            let _ = self.client.cancel().await;
+            let _ = self.child.kill().await;
+        }
+    }
+
+    /// Wait until process `pid` has no plugin process (at most `limit`); whether it got there.
+    pub fn wait_for_no_plugin_process(pid: u32, limit: Duration) -> bool {
+        let start = Instant::now();
+        while !plugin_children(pid).is_empty() {
+            if start.elapsed() > limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    /// A session over `plugin` in process isolation that stops its process after `idle`
+    /// (without the user's definitions cache).
+    pub fn session(cwd: &Path, plugin: &PathBuf, idle: Option<Duration>) -> xcsh_loader::Session {
+        xcsh_loader::Session::builder(cwd)
+            .default_dirs(false)
+            .isolation(xcsh_loader::Isolation::Process)
+            .definitions_cache(false)
+            .stop_idle_after(idle)
+            .plugin(plugin)
+            .build()
+    }
+}

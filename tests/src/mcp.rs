@@ -64,14 +64,16 @@ impl<H: ClientHandler> McpServerProcess<H> {
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
+        // The default log filter, unless the test sets one.
+        let log = (!env.iter().any(|(key, _)| key == "XCSH_LOG")).then_some((
+            OsString::from("XCSH_LOG"),
+            OsString::from("xcsh_loader::mcp=info,xcsh_loader::session=info"),
+        ));
         let mut child = tokio::process::Command::new(artifacts().cli())
             .args(args.into_iter().map(Into::into))
             .arg("mcp")
+            .envs(log)
             .envs(env)
-            .env(
-                "XCSH_LOG",
-                "xcsh_loader::mcp=info,xcsh_loader::session=info",
-            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

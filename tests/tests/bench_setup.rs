@@ -167,3 +167,49 @@ async fn the_isolation_benchmarks_can_run() {
     let (rss, plugin) = isolation::child_memory(pid, name).unwrap();
     assert!(rss > plugin && plugin > 0, "{rss} {plugin}");
 }
+
+#[test]
+fn idle_benchmarks_stop_every_plugin_process_and_restart_one() {
+    use std::time::Duration;
+    use xcsh_integration_tests::bench::idle;
+    let artifacts = artifacts();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let (dir, cwd, cache) = (
+        root.path().join("plugins"),
+        root.path().join("cwd"),
+        root.path().join("cache"),
+    );
+    std::fs::create_dir_all(&cwd).unwrap();
+    let tools = idle::distinct_plugins(&artifacts.plugin("fixture-bench"), &dir, 3).unwrap();
+    assert_eq!(
+        tools,
+        ["bench_echo_000", "bench_echo_001", "bench_echo_002"]
+    );
+    runtime.block_on(async {
+        let session = idle::IdleSession::start(&artifacts.cli(), &dir, &cwd, &cache, Some("300ms"))
+            .await
+            .unwrap();
+        // Three distinct plugins: each its own echo and preview.
+        assert_eq!(
+            session.list().await.unwrap(),
+            8,
+            "3 echoes, 3 previews, the built-in ast_edit, resolve"
+        );
+        for tool in &tools {
+            session.call(tool).await.unwrap();
+        }
+        let pid = session.pid();
+        assert!(idle::footprint(pid).plugin_processes > 0);
+        assert!(idle::wait_for_no_plugin_process(
+            pid,
+            Duration::from_secs(20)
+        ));
+        session.call(&tools[0]).await.unwrap();
+        assert_eq!(idle::footprint(pid).plugin_processes, 1);
+        session.stop().await;
+    });
+}

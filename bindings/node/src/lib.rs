@@ -76,6 +76,9 @@ pub struct SessionOptions {
     pub deny_network: bool,
     /// The `xcsh-plugin-host` executable (found by `index.js` beside the addon).
     pub plugin_host: Option<String>,
+    /// Stop a plugin process idle this many milliseconds; `Infinity` never stops one;
+    /// absent: the loader's default (30 s).
+    pub stop_idle_after_ms: Option<f64>,
 }
 
 /// A tool as `index.js` turns it into an xcsh `CustomTool`.
@@ -499,6 +502,23 @@ impl NativeSession {
     }
 }
 
+/// `stopIdleAfterMs` as the loader's idle time: `Infinity` is never (`None`); anything else
+/// must be a positive number of milliseconds (`index.js` checked it already).
+fn idle_time(ms: f64) -> Result<Option<Duration>> {
+    if ms == f64::INFINITY {
+        return Ok(None);
+    }
+    if !ms.is_finite() || ms < 1.0 {
+        return Err(Error::new(
+            Status::InvalidArg,
+            format!(
+                "stopIdleAfterMs must be a positive number of milliseconds or Infinity, got {ms}"
+            ),
+        ));
+    }
+    Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
+}
+
 /// A session builder for `options`, its pushes going to the runtime's store.
 fn builder(options: SessionOptions, shared: &Shared) -> Result<xcsh_loader::SessionBuilder> {
     let isolation: Isolation = options
@@ -534,6 +554,9 @@ fn builder(options: SessionOptions, shared: &Shared) -> Result<xcsh_loader::Sess
         let name = xcsh_loader::sandbox::parse_env_pattern(name)
             .map_err(|message| Error::new(Status::InvalidArg, format!("passEnv: {message}")))?;
         builder = builder.pass_env(name);
+    }
+    if let Some(ms) = options.stop_idle_after_ms {
+        builder = builder.stop_idle_after(idle_time(ms)?);
     }
     if let Some(log) = &shared.log {
         let log = Arc::clone(log);

@@ -422,6 +422,11 @@ test("bad options throw a TypeError naming the option, before anything loads", (
   assert.throws(() => nativeToolFactory({ allowRead: "/etc" }), (error) => error instanceof TypeError && /allowRead/.test(error.message));
   assert.doesNotThrow(() => nativeToolFactory({ memoryLimit: "512M", timeoutMs: 1000 }));
   assert.doesNotThrow(() => nativeToolFactory({ passEnv: ["GITHUB_TOKEN", "MYTOOL_*"], allowRead: ["/srv"] }));
+  for (const bad of [0, -5, NaN, "30s", null]) {
+    assert.throws(() => nativeToolFactory({ stopIdleAfterMs: bad }), (error) => error instanceof TypeError && /stopIdleAfterMs/.test(error.message) && /Infinity/.test(error.message));
+  }
+  assert.doesNotThrow(() => nativeToolFactory({ stopIdleAfterMs: Infinity }));
+  assert.doesNotThrow(() => nativeToolFactory({ stopIdleAfterMs: 500 }));
 });
 
 // Issue 27: a plugin process gets no secret of the runtime's environment, cannot read a home
@@ -492,6 +497,96 @@ test("a plugin cannot leak secrets: environment, home, network; passEnv, allowRe
   }
 });
 
+// Issue 28: idle plugin processes are stopped, and restart on their next call.
+const IDLE_MS = 300;
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+const pidOf = async (tool, params = {}) => Number(text(await tool.execute("c", params)).split("\n")[0]);
+
+test("an idle plugin process is stopped after stopIdleAfterMs; the next call answers from a new one; three cycles are no crash", { timeout: SLOW }, async () => {
+  const { factory, tools } = await load([plugin("fixture_crash")], { stopIdleAfterMs: IDLE_MS });
+  try {
+    const seen = [];
+    for (let cycle = 0; cycle < 4; cycle++) {
+      const called = Date.now();
+      const pid = await pidOf(tools.pid);
+      assert.ok(!seen.includes(pid), `${pid} answered twice`);
+      seen.push(pid);
+      assert.ok(processAlive(pid));
+      await waitFor(() => !processAlive(pid), 10_000);
+      assert.ok(!processAlive(pid), `process ${pid} was not stopped`);
+      assert.ok(Date.now() - called >= IDLE_MS, "stopped before the idle time");
+    }
+    assert.equal(text(await tools.ping.execute("c", {})), "pong");
+  } finally {
+    await factory.close();
+  }
+});
+
+test("a pending action keeps its process until resolved, and apply runs there; a call longer than the idle time completes", { timeout: SLOW }, async () => {
+  const { factory, store, tools } = await load([plugin("fixture_crash")], { stopIdleAfterMs: IDLE_MS });
+  try {
+    const pusher = await pidOf(tools.pid_preview);
+    await sleep(IDLE_MS * 4);
+    assert.ok(processAlive(pusher), "stopped while its action was pending");
+    assert.equal(text(await resolve(store, "apply", "go")), `applied in ${pusher}`);
+    await waitFor(() => !processAlive(pusher), 10_000);
+    assert.ok(!processAlive(pusher), "not stopped once the action was applied");
+    const rejecter = await pidOf(tools.pid_preview);
+    await sleep(IDLE_MS * 4);
+    assert.ok(processAlive(rejecter), "stopped while its action was pending");
+    assert.equal(text(await resolve(store, "discard", "no")), `rejected in ${rejecter}`);
+    const first = await pidOf(tools.pid);
+    const started = Date.now();
+    assert.equal(await pidOf(tools.nap, { ms: 1200 }), first, "the long call ran in another process");
+    assert.ok(Date.now() - started >= 1200);
+  } finally {
+    await factory.close();
+  }
+});
+
+test("stopIdleAfterMs: Infinity never stops; a plugin that called keep_alive(true) is not stopped until it lets go", { timeout: SLOW }, async () => {
+  let { factory, tools } = await load([plugin("fixture_crash")], { stopIdleAfterMs: Infinity });
+  try {
+    const pid = await pidOf(tools.pid);
+    await sleep(1500);
+    assert.ok(processAlive(pid));
+    assert.equal(await pidOf(tools.pid), pid);
+  } finally {
+    await factory.close();
+  }
+  ({ factory, tools } = await load([plugin("fixture_crash")], { stopIdleAfterMs: IDLE_MS }));
+  try {
+    const kept = await pidOf(tools.keep_alive, { keep: true });
+    await sleep(1500);
+    assert.ok(processAlive(kept), "an opted-out process was stopped");
+    assert.equal(await pidOf(tools.keep_alive, { keep: false }), kept);
+    await waitFor(() => !processAlive(kept), 10_000);
+    assert.ok(!processAlive(kept), "not stopped after letting go");
+  } finally {
+    await factory.close();
+  }
+});
+
+test("a 0.2 plugin's idle process is stopped and restarted like any other", { timeout: SLOW }, async () => {
+  const v02 = process.env.XCSH_TEST_V0_2_PLUGIN;
+  if (!v02) return; // only the Rust test runner builds the frozen 0.2 fixture
+  const before = childPids();
+  const { factory, tools } = await load([v02], { stopIdleAfterMs: IDLE_MS });
+  try {
+    assert.equal(text(await tools.frozen_echo.execute("c", { text: "one" })), "echo: one");
+    const first = childPids().filter((pid) => !before.includes(pid));
+    assert.equal(first.length, 1, `${first}`);
+    await waitFor(() => !processAlive(first[0]), 10_000);
+    assert.ok(!processAlive(first[0]), "the 0.2 plugin's process was not stopped");
+    assert.equal(text(await tools.frozen_echo.execute("c", { text: "two" })), "echo: two");
+    const second = childPids().filter((pid) => !before.includes(pid));
+    assert.equal(second.length, 1, `${second}`);
+    assert.notEqual(second[0], first[0]);
+  } finally {
+    await factory.close();
+  }
+});
+
 test("plugin log lines reach pi.logger", { timeout: SLOW }, async () => {
   for (const isolation of ["process", "in-process"]) {
     const lines = [];
@@ -526,6 +621,20 @@ test("a runtime that never calls close() still exits, and its plugin processes e
   while (processAlive(pid) && Date.now() < deadline) spawnSync("sleep", ["0.05"]);
   assert.ok(!processAlive(pid), "the plugin process did not outlive the runtime");
 });
+
+/// The children of this process, from `/proc/PID/task/*/children`.
+function childPids() {
+  const pids = [];
+  for (const task of fs.readdirSync(`/proc/${process.pid}/task`)) {
+    try {
+      const list = fs.readFileSync(`/proc/${process.pid}/task/${task}/children`, "utf8");
+      pids.push(...list.split(/\s+/).filter(Boolean).map(Number));
+    } catch {
+      // The thread ended.
+    }
+  }
+  return pids.filter(processAlive);
+}
 
 function processAlive(pid) {
   try {

@@ -28,7 +28,7 @@ use super::protocol::{
     PROTOCOL_VERSION,
 };
 use crate::load::open::load_inherited;
-use crate::plugin_abi::{instantiate, PluginTool, PushSink};
+use crate::plugin_abi::{instantiate, KeepAliveSink, PluginTool, PushSink};
 use crate::plugin_log::PluginLogSink;
 use crate::store::PendingAction;
 use crate::sys::sandbox::{apply_limits, Confinement, SandboxPolicy};
@@ -178,6 +178,33 @@ impl Pushes {
     fn answered(&self, action: u64, refused: Option<String>) {
         if let Some(waiting) = lock(&self.waiting).remove(&action) {
             let _ = waiting.send(refused);
+        }
+    }
+}
+
+/// The plugin's keep-alive request ([`crate::plugin_abi::KeepAliveSink`]): sent to the host
+/// once the handshake is out (the host reads nothing else before the `Hello`), so a request
+/// the factory made is remembered and sent right after it.
+struct KeepAlive {
+    outgoing: Outgoing,
+    wanted: std::sync::atomic::AtomicBool,
+    /// Set once the `Hello` was sent: from then on each request goes out as it is made.
+    announced: std::sync::atomic::AtomicBool,
+}
+
+impl KeepAlive {
+    fn request(&self, keep: bool) {
+        self.wanted.store(keep, Ordering::SeqCst);
+        if self.announced.load(Ordering::SeqCst) {
+            self.outgoing.send(&ChildMessage::KeepAlive { keep });
+        }
+    }
+
+    /// After the `Hello`: send what the factory asked for, if anything.
+    fn announce(&self) {
+        self.announced.store(true, Ordering::SeqCst);
+        if self.wanted.load(Ordering::SeqCst) {
+            self.outgoing.send(&ChildMessage::KeepAlive { keep: true });
         }
     }
 }
@@ -419,8 +446,22 @@ fn load(
         });
     });
     let api_version = library.api_version().to_string();
-    let tools = instantiate(library, &arguments.path, &arguments.cwd, sink, Some(logger))
-        .map_err(|error| error.kind)?;
+    let keep_alive = Arc::new(KeepAlive {
+        outgoing: outgoing.clone(),
+        wanted: std::sync::atomic::AtomicBool::new(false),
+        announced: std::sync::atomic::AtomicBool::new(false),
+    });
+    let requests = Arc::clone(&keep_alive);
+    let keep_alive_sink: KeepAliveSink = Arc::new(move |keep| requests.request(keep));
+    let tools = instantiate(
+        library,
+        &arguments.path,
+        &arguments.cwd,
+        sink,
+        Some(logger),
+        Some(keep_alive_sink),
+    )
+    .map_err(|error| error.kind)?;
     let definitions = tools
         .iter()
         .map(|tool| {
@@ -441,6 +482,7 @@ fn load(
         tools: definitions,
         confinement,
     });
+    keep_alive.announce();
     Ok(tools
         .into_iter()
         .map(|mut tool| {

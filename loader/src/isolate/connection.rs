@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use std::os::unix::net::UnixStream;
 
@@ -67,6 +67,9 @@ pub(crate) struct SessionLinks {
     pub store: Option<Arc<dyn PendingActionSink>>,
     /// Where its log lines and output go (`None`: `tracing`).
     pub log: Option<PluginLogSink>,
+    /// Told when a plugin's idle process was stopped (see the `idle` module), with what its
+    /// last handshake reported: the session compares the next handshake with it.
+    pub idle_stopped: Option<super::plugin::IdleStopped>,
 }
 
 /// What starting a child needs.
@@ -83,6 +86,10 @@ pub(crate) struct Launch {
     pub sandbox: SandboxPolicy,
     /// The session's private temporary directory, the child's `TMPDIR`.
     pub temp_dir: Option<PathBuf>,
+    /// Stop a child that has been idle this long (`None`: never); see the `idle` module.
+    pub stop_idle_after: Option<Duration>,
+    /// The plugin's key in the definitions cache, if the session uses one.
+    pub cache_key: Option<String>,
 }
 
 /// What the child reported at the handshake.
@@ -137,6 +144,8 @@ pub(super) struct Shared {
     pub(super) reader_done: CancelToken,
     /// Fires once `ended` is set.
     ended_signal: CancelToken,
+    /// The plugin asked not to be stopped while idle (`CustomToolApi::keep_alive`).
+    pub(super) keep_alive: AtomicBool,
 }
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -152,6 +161,11 @@ pub(super) struct Connection {
     next_id: AtomicU64,
     /// Whether the plugin already counted this child's end as a crash.
     pub crash_noted: AtomicBool,
+    /// When the child last stopped being used (a call or an action of its own ended); see
+    /// [`Connection::idle_for`].
+    last_used: Mutex<Instant>,
+    /// The child's process id (for the log).
+    pub pid: Option<u32>,
 }
 
 impl Drop for Connection {
@@ -254,6 +268,7 @@ impl Connection {
                 launch.path.clone(),
             )));
         }
+        let pid = child.id();
         let (stop, stops) = mpsc::unbounded_channel();
         let (hello_sender, hello) = oneshot::channel();
         let connection = Arc::new_cyclic(|weak: &Weak<Connection>| {
@@ -278,6 +293,8 @@ impl Connection {
                 shared: Arc::clone(&shared),
                 next_id: AtomicU64::new(1),
                 crash_noted: AtomicBool::new(false),
+                last_used: Mutex::new(Instant::now()),
+                pid,
             }
         });
         tokio::spawn(reap(child, stops, output, Arc::clone(&shared)));
@@ -330,6 +347,30 @@ impl Connection {
     /// Whether the child reported an allocation that failed (under its memory limit).
     pub(super) fn ran_out_of_memory(&self) -> bool {
         self.shared.out_of_memory.load(Ordering::SeqCst)
+    }
+
+    /// Note that a use of the child (a call, an apply or reject, an action it pushed) just
+    /// ended: its idle time starts again now.
+    pub(super) fn touch(&self) {
+        *lock(&self.last_used) = Instant::now();
+    }
+
+    /// How long ago the child was last used (see [`Connection::touch`]). Whether something
+    /// still uses it is the holder's question: every use holds a handle on the connection.
+    pub(super) fn idle_for(&self) -> Duration {
+        lock(&self.last_used).elapsed()
+    }
+
+    /// Whether the plugin asked not to be stopped while idle.
+    pub(super) fn kept_alive(&self) -> bool {
+        self.shared.keep_alive.load(Ordering::SeqCst)
+    }
+
+    /// Record that the host ends this child for `why` (so its end is never counted as a
+    /// crash); dropping the last handle then asks it to exit, and kills it after the grace
+    /// period.
+    pub(super) fn retire(&self, why: &str) {
+        lock(&self.shared.stopped_by_host).get_or_insert_with(|| why.to_owned());
     }
 
     /// Kill the child now; `why` is recorded so its end is not counted as a crash.

@@ -7,6 +7,7 @@
 //! - `connection`: the host's side of one child: spawn, handshake, reaper, kill;
 //! - `reader`: the thread that reads one child's answers and routes them;
 //! - `plugin`: one isolated library in a session: its tools, crash record, respawn;
+//! - `idle`: the stop policy for idle plugin processes;
 //! - `proxy`: the store's stand-ins for pending actions that live in a child;
 //! - `child`: what runs inside `xcsh-plugin-host` ([`child_main`]).
 //!
@@ -16,6 +17,8 @@
 mod child;
 #[cfg(target_os = "linux")]
 mod connection;
+#[cfg(target_os = "linux")]
+pub(crate) mod idle;
 #[cfg(target_os = "linux")]
 pub(crate) mod plugin;
 #[cfg(target_os = "linux")]

@@ -8,10 +8,16 @@
 //! A plugin whose tool definitions came from the definitions cache ([`deferred`]) has no child
 //! until a call needs one: its first child starts then, and its handshake ([`Definitions`],
 //! kept for the session to compare with what it registered) is authoritative.
+//!
+//! A child that has been idle for the plugin's idle time is stopped (see the `idle` module);
+//! the plugin is then in the same state as one registered from the cache: the session is
+//! told ([`IdleStopped`]), and the next call starts a child whose handshake is compared with
+//! what was registered. A stop is never counted as a crash.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -30,6 +36,10 @@ use crate::messages::{
 use crate::store::BoxFuture;
 use crate::sys::sandbox::Confinement;
 use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec};
+
+/// Told that `plugin`'s idle process was stopped; the definitions are what its last
+/// handshake reported (what the session registered).
+pub(crate) type IdleStopped = Arc<dyn Fn(PluginProcess, Definitions) + Send + Sync>;
 
 /// Crashes within this window count towards disabling a plugin.
 const CRASH_WINDOW: Duration = Duration::from_secs(60);
@@ -148,15 +158,26 @@ impl PluginProcess {
         connection: Option<Arc<Connection>>,
         definitions: Option<Definitions>,
     ) -> Self {
-        Self(Arc::new(IsolatedPlugin {
-            launch,
+        let plugin = Arc::new_cyclic(|me| IsolatedPlugin {
+            me: me.clone(),
             current_ended: Arc::new(Mutex::new(connection.as_ref().map(|c| c.ended_signal()))),
-            current: tokio::sync::Mutex::new(connection),
+            current: tokio::sync::Mutex::new(connection.clone()),
             crashes: Mutex::new(Vec::new()),
             running: Mutex::new(HashMap::new()),
             definitions: Mutex::new(definitions),
             unstarted: Mutex::new(None),
-        }))
+            stopped_idle: AtomicBool::new(false),
+            launch,
+        });
+        if let (Some(connection), Some(after)) = (&connection, plugin.launch.stop_idle_after) {
+            super::idle::watch(Arc::downgrade(&plugin), connection, after);
+        }
+        Self(plugin)
+    }
+
+    /// The plugin's key in the definitions cache, if the session uses one.
+    pub(crate) fn cache_key(&self) -> Option<&str> {
+        self.0.launch.cache_key.as_deref()
     }
 
     /// The plugin's canonical path.
@@ -234,7 +255,9 @@ impl ChildrenGone {
 /// A call in flight, by tool-call id: its child, its number there, and when it ended.
 type RunningCall = (Arc<Connection>, u64, CancelToken);
 
-struct IsolatedPlugin {
+pub(super) struct IsolatedPlugin {
+    /// This plugin, for the idle watcher of each process it starts.
+    me: Weak<IsolatedPlugin>,
     launch: Launch,
     /// Fires when the current process has ended and its output was logged.
     current_ended: Arc<Mutex<Option<CancelToken>>>,
@@ -246,6 +269,8 @@ struct IsolatedPlugin {
     /// The checked file of a plugin registered from the cache, until its first child
     /// started: that child must have mapped what was checked.
     unstarted: Mutex<Option<CheckedFile>>,
+    /// Its last process was stopped while idle (the next start is a restart, for the log).
+    stopped_idle: AtomicBool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -315,7 +340,71 @@ impl IsolatedPlugin {
         *lock(&self.definitions) = Some(Definitions::from(hello));
         *lock(&self.current_ended) = Some(connection.ended_signal());
         *current = Some(Arc::clone(&connection));
+        if self.stopped_idle.swap(false, Ordering::SeqCst) {
+            tracing::debug!(
+                plugin = %self.launch.path.display(),
+                pid = connection.pid,
+                "restarted the plugin's process, stopped while idle, for a call"
+            );
+        }
+        if let Some(after) = self.launch.stop_idle_after {
+            super::idle::watch(self.me.clone(), &connection, after);
+        }
         Ok(connection)
+    }
+
+    /// Stop `watched` if it is still this plugin's current process and has been idle for
+    /// `after`: nothing but the plugin holds it (no call, apply, reject or pending action of
+    /// its own), it was last used `after` ago or more, and the plugin did not ask to be kept
+    /// alive. Then the session is told, and the next call starts a new process.
+    pub(super) async fn stop_if_idle(
+        &self,
+        watched: &Weak<Connection>,
+        after: Duration,
+    ) -> super::idle::IdleCheck {
+        use super::idle::IdleCheck;
+        let mut current = self.current.lock().await;
+        let Some(connection) = current.as_ref() else {
+            return IdleCheck::Gone;
+        };
+        if !std::ptr::eq(Arc::as_ptr(connection), watched.as_ptr()) || connection.is_finished() {
+            return IdleCheck::Gone;
+        }
+        // Every use of the process holds a handle on it; the plugin's is the only one left
+        // when nothing uses it. (Holding `current` keeps a new call from taking one now.)
+        if connection.kept_alive()
+            || Arc::strong_count(connection) > 1
+            || connection.idle_for() < after
+        {
+            return IdleCheck::Busy;
+        }
+        let Some(connection) = current.take() else {
+            return IdleCheck::Gone;
+        };
+        let idle = super::idle::human(after);
+        connection.retire(&format!("stopped after {idle} idle"));
+        let pid = connection.pid;
+        // The last handle: the child is asked to exit, and killed after the grace period.
+        drop(connection);
+        if let Ok(runtime) = background() {
+            crate::sys::heap::release_after_stop(runtime, GRACE_PERIOD);
+        }
+        self.stopped_idle.store(true, Ordering::SeqCst);
+        drop(current);
+        tracing::debug!(
+            plugin = %self.launch.path.display(),
+            pid,
+            "stopped the plugin's process after {idle} idle; its next call starts it again"
+        );
+        let definitions = lock(&self.definitions).clone();
+        if let (Some(stopped), Some(definitions), Some(me)) = (
+            self.launch.links.idle_stopped.as_ref(),
+            definitions,
+            self.me.upgrade(),
+        ) {
+            stopped(PluginProcess(me), definitions);
+        }
+        IdleCheck::Stopped
     }
 
     /// The error of a call whose child ended: the crash, and whether it disabled the plugin.
@@ -375,6 +464,8 @@ impl Tool for IsolatedTool {
             );
             let end = sent.end.await;
             lock(&plugin.running).remove(&tool_call_id);
+            // The call held the process busy; its idle time starts now.
+            connection.touch();
             match end {
                 Ok(CallEnd::Done(Ok(result))) => Ok(result),
                 Ok(CallEnd::Done(Err(message))) => Err(ToolError::new(message)),

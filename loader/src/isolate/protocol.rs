@@ -24,7 +24,7 @@ use crate::load::LoadErrorKind;
 /// The version of these messages. The host passes it to the child (`--protocol N`), which
 /// refuses to serve a host of another version: `xcsh-plugin-host` must come from the same
 /// build as the loader.
-pub(crate) const PROTOCOL_VERSION: u32 = 2;
+pub(crate) const PROTOCOL_VERSION: u32 = 3;
 
 /// The largest frame either side accepts (a 50 MiB result still fits, with JSON escaping).
 pub(crate) const MAX_FRAME: usize = 256 * 1024 * 1024;
@@ -170,6 +170,9 @@ pub(crate) enum ChildMessage {
         request: u64,
         resolution: Resolution,
     },
+    /// The plugin asked not to be stopped while idle (`keep`), or let that go. Sent after
+    /// `Hello` (a request made by the factory follows the `Hello` at once).
+    KeepAlive { keep: bool },
 }
 
 /// Reads whole frames from a blocking stream.

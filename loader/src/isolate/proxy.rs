@@ -32,6 +32,9 @@ impl Drop for ActionHandle {
                 action: self.action,
             });
         }
+        // The action held its process busy (never stopped while idle); its idle time starts
+        // now.
+        self.connection.touch();
     }
 }
 
@@ -46,7 +49,9 @@ impl ActionHandle {
     ) -> Result<Resolution, ToolError> {
         // Settled while in flight: the child took the action out of its table to run it.
         self.settled.store(true, Ordering::SeqCst);
-        let resolution = self.connection.resolve(message).await.map_err(|cause| {
+        let resolution = self.connection.resolve(message).await;
+        self.connection.touch();
+        let resolution = resolution.map_err(|cause| {
             ToolError::new(action_orphaned(&self.label, &self.connection.path, &cause))
         })?;
         if apply && matches!(resolution, Resolution::Failed { .. }) {

@@ -139,6 +139,13 @@ impl Reader {
             ChildMessage::Log { level, message } => {
                 plugin_log(self.links.log.as_ref(), &self.path, level, &message)
             }
+            ChildMessage::KeepAlive { keep } => {
+                shared.keep_alive.store(keep, Ordering::SeqCst);
+                // Let go: the idle time counts from now.
+                if let Some(connection) = self.connection.upgrade() {
+                    connection.touch();
+                }
+            }
             ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. } => {}
         }
     }

@@ -68,6 +68,7 @@ fn create_builtin(
             sink: store_sink(store),
             logger: None,
             plugin: PathBuf::from(BUILTIN_PATH),
+            keep_alive: None,
         },
         TD_Opaque,
     );

@@ -29,6 +29,10 @@ use crate::tool::{CallContext, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec,
 /// without a store. An `Err` is the message the plugin's push fails with.
 pub(crate) type PushSink = Arc<dyn Fn(PendingAction) -> Result<(), ToolError> + Send + Sync>;
 
+/// Where a plugin's [`HostApiFfi::keep_alive`] requests go: in a plugin child, to the host,
+/// which then does not stop the idle process. `None` in-process, where nothing is stopped.
+pub(crate) type KeepAliveSink = Arc<dyn Fn(bool) + Send + Sync>;
+
 /// The push sink of an in-process plugin: the session's store, or its embedder's.
 pub(crate) fn store_sink(store: Option<Arc<dyn PendingActionSink>>) -> Option<PushSink> {
     store.map(|store| Arc::new(move |action| store.push_action(action)) as PushSink)
@@ -49,6 +53,8 @@ struct HostServices {
     /// `None`: this process's `tracing`.
     logger: Option<PluginLogSink>,
     plugin: PathBuf,
+    /// Where its keep-alive requests go (`None`: nothing to keep alive).
+    keep_alive: Option<KeepAliveSink>,
 }
 
 impl HostApiFfi for HostServices {
@@ -68,6 +74,12 @@ impl HostApiFfi for HostServices {
 
     fn log(&self, level: FfiLogLevel, message: RString) {
         plugin_log(self.logger.as_ref(), &self.plugin, level.into(), &message);
+    }
+
+    fn keep_alive(&self, keep: bool) {
+        if let Some(sink) = &self.keep_alive {
+            sink(keep);
+        }
     }
 }
 
@@ -201,6 +213,7 @@ pub(crate) fn instantiate(
     cwd: &Path,
     sink: Option<PushSink>,
     logger: Option<PluginLogSink>,
+    keep_alive: Option<KeepAliveSink>,
 ) -> Result<Vec<PluginTool>, LoadError> {
     let host = HostApiFfi_TO::from_value(
         HostServices {
@@ -208,6 +221,7 @@ pub(crate) fn instantiate(
             sink,
             logger,
             plugin: path.to_owned(),
+            keep_alive,
         },
         TD_Opaque,
     );

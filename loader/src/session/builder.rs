@@ -54,6 +54,9 @@ pub struct SessionBuilder {
     reload: bool,
     /// Register isolated plugins from the definitions cache when it has them.
     definitions_cache: bool,
+    /// When idle plugin processes are stopped.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    idle: super::idle::IdlePolicy,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -99,7 +102,31 @@ impl SessionBuilder {
             require_sandbox: false,
             reload: true,
             definitions_cache: true,
+            idle: super::idle::IdlePolicy::default(),
         }
+    }
+
+    /// Under process isolation, stop a plugin's process once it has been idle this long
+    /// (default [`DEFAULT_STOP_IDLE_AFTER`](super::DEFAULT_STOP_IDLE_AFTER), 30 seconds;
+    /// `None` never stops one). Idle means: no call of its tools running, no `apply` or
+    /// `reject` running, and no pending action it pushed still unresolved. The next call of
+    /// one of its tools starts a new process, whose handshake is taken as for a plugin
+    /// registered from the definitions cache (other definitions replace the registered ones).
+    /// A stop is never counted as a crash; a plugin that called
+    /// `CustomToolApi::keep_alive(true)` is not stopped. In-process nothing is stopped.
+    #[must_use]
+    pub fn stop_idle_after(mut self, after: Option<Duration>) -> Self {
+        self.idle.set_default(after);
+        self
+    }
+
+    /// [`Self::stop_idle_after`] for one plugin: the plugin files named `plugin` (a file name
+    /// such as `libfoo.so`), or the one at that path (when `plugin` holds a path separator).
+    /// Overrides the session's idle time; the last setting for a plugin wins.
+    #[must_use]
+    pub fn stop_idle_after_for(mut self, plugin: &str, after: Option<Duration>) -> Self {
+        self.idle.set_for(plugin, after);
+        self
     }
 
     /// Under process isolation, use the user's cache of plugins' tool definitions (default:
@@ -428,9 +455,11 @@ impl SessionBuilder {
             });
         let temp_dir = session.temp_dir.as_ref().map(|dir| dir.path().to_owned());
         sandbox.writable.extend(temp_dir.clone());
+        let idle_stopped = super::isolated::on_idle_stop(&session.deferred);
         ProcessSettings {
             host,
             definitions,
+            idle: self.idle.clone(),
             sandbox,
             temp_dir,
             require_sandbox: self.require_sandbox,
@@ -438,6 +467,7 @@ impl SessionBuilder {
             links: crate::isolate::plugin::SessionLinks {
                 store: session.sink.clone(),
                 log: self.plugin_log.clone(),
+                idle_stopped: Some(idle_stopped),
             },
         }
     }

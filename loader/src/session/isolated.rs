@@ -42,6 +42,8 @@ pub(super) struct ProcessSettings {
     /// Where handshakes are remembered; `None` when the session uses no cache
     /// ([`super::SessionBuilder::definitions_cache`], or nothing can be cached).
     pub(super) definitions: Option<DefinitionsCache>,
+    /// When each plugin's idle process is stopped.
+    pub(super) idle: super::idle::IdlePolicy,
 }
 
 /// A plugin being started: its child, or its definitions from the cache.
@@ -74,7 +76,8 @@ pub(super) struct Deferred {
     pub(super) process: PluginProcess,
     /// What was registered.
     pub(super) definitions: Definitions,
-    pub(super) key: String,
+    /// Its key in the definitions cache (`None`: the session uses none).
+    pub(super) key: Option<String>,
     /// Set once the handshake was taken (held while it is being taken).
     pub(super) settled: tokio::sync::Mutex<bool>,
 }
@@ -103,6 +106,7 @@ impl ProcessSettings {
             .readable
             .extend(file.path().parent().map(Path::to_path_buf));
         sandbox.readable.push(host_binary.clone());
+        let key = self.definitions.as_ref().map(|cache| cache.key(&file));
         let launch = Launch {
             host_binary,
             path: file.path().to_owned(),
@@ -111,8 +115,9 @@ impl ProcessSettings {
             links: self.links.clone(),
             sandbox,
             temp_dir: self.temp_dir.clone(),
+            stop_idle_after: self.idle.for_plugin(file.path()),
+            cache_key: key.clone(),
         };
-        let key = self.definitions.as_ref().map(|cache| cache.key(&file));
         let cached = key
             .as_ref()
             .filter(|_| use_cache)
@@ -165,7 +170,7 @@ impl ProcessSettings {
                     deferred: callable.then(|| Deferred {
                         process,
                         definitions,
-                        key,
+                        key: Some(key),
                         settled: tokio::sync::Mutex::new(false),
                     }),
                 })
@@ -229,9 +234,35 @@ impl ProcessSettings {
     }
 }
 
+/// The plugins whose child has not started yet (registered from the definitions cache) or
+/// was stopped while idle, by path: their next call takes the new child's handshake
+/// ([`Session::settle_deferred`]).
+pub(super) type DeferredPlugins =
+    Arc<std::sync::Mutex<std::collections::HashMap<PathBuf, Arc<Deferred>>>>;
+
+/// What a plugin process tells the session when it stopped an idle child: the plugin is
+/// deferred again, with the definitions it was registered with. Holds the session's map
+/// weakly (the map holds the plugins, which hold this).
+pub(super) fn on_idle_stop(deferred: &DeferredPlugins) -> crate::isolate::plugin::IdleStopped {
+    let deferred = Arc::downgrade(deferred);
+    Arc::new(move |process: PluginProcess, definitions: Definitions| {
+        let Some(deferred) = deferred.upgrade() else {
+            return;
+        };
+        let entry = Deferred {
+            key: process.cache_key().map(str::to_owned),
+            definitions,
+            settled: tokio::sync::Mutex::new(false),
+            process,
+        };
+        super::lock(&deferred).insert(entry.process.path().to_owned(), Arc::new(entry));
+    })
+}
+
 impl Session {
     /// Before a call of a tool of the plugin at `path`: if the plugin was registered from the
-    /// definitions cache and its handshake was not taken yet, start its child and take it.
+    /// definitions cache, or its process was stopped while idle, and its (new) handshake was
+    /// not taken yet, start its child and take it.
     /// When it reports other definitions than were registered, they replace the registered
     /// ones (the tools generation moves on when the tools changed) and the cache entry.
     /// Returns whether the plugin was settled by this call; `Err` is the call's answer (the
@@ -276,8 +307,11 @@ impl Session {
         };
         let (plugin, tools) = match admitted {
             Ok(plugin) => {
-                if let Some(cache) = settings.as_ref().and_then(|s| s.definitions.as_ref()) {
-                    cache.put(&deferred.key, &fresh);
+                if let (Some(cache), Some(key)) = (
+                    settings.as_ref().and_then(|s| s.definitions.as_ref()),
+                    &deferred.key,
+                ) {
+                    cache.put(key, &fresh);
                 }
                 (plugin, deferred.process.tools(&fresh.tools))
             }
@@ -290,7 +324,7 @@ impl Session {
             }
         };
         tracing::info!(
-            "plugin {} reports other tool definitions than were cached; its handshake's \
+            "plugin {} reports other tool definitions than were registered; its handshake's \
              replace them",
             path.display()
         );

@@ -6,12 +6,14 @@
 //!
 //! - `builder`: discovery and loading at build time; `isolated`: starting a plugin process;
 //! - `definitions`: the cache of isolated plugins' tool definitions (no process at build);
+//! - `idle`: how long each plugin's process may stay idle before it is stopped;
 //! - `registry`: the tools by name, an immutable snapshot swapped whole on a reload;
 //! - `reload`: picking up plugin files that change while the session runs.
 
 mod builder;
 #[cfg(target_os = "linux")]
 mod definitions;
+mod idle;
 #[cfg(target_os = "linux")]
 mod isolated;
 mod registry;
@@ -36,6 +38,7 @@ use crate::tool::{bounded, CallContext, Tool, ToolSpec};
 
 pub use crate::tool::{CallOptions, ToolOutcome};
 pub use builder::SessionBuilder;
+pub use idle::{parse_idle_time, IdleTimeError, StopIdleAfter, DEFAULT_STOP_IDLE_AFTER};
 pub use reload::{PluginReload, ReloadOutcome, SETTLE as RELOAD_SETTLE};
 
 use builder::Loader;
@@ -77,9 +80,11 @@ pub struct Session {
     /// What ends when the session's plugin processes have exited (see [`Session::close`]).
     #[cfg(target_os = "linux")]
     children: Mutex<Vec<crate::isolate::plugin::ChildrenGone>>,
-    /// The plugins registered from the definitions cache whose child has not started yet.
+    /// The plugins registered from the definitions cache whose child has not started yet,
+    /// and those whose process was stopped while idle (shared with their processes, which
+    /// add themselves when they stop).
     #[cfg(target_os = "linux")]
-    deferred: Mutex<std::collections::HashMap<PathBuf, Arc<isolated::Deferred>>>,
+    deferred: isolated::DeferredPlugins,
     /// The plugin processes' private `TMPDIR`, removed when the session ends.
     #[cfg(target_os = "linux")]
     pub(super) temp_dir: Option<tempfile::TempDir>,
@@ -154,6 +159,8 @@ impl Session {
                     &self.cwd,
                     store_sink(self.sink.clone()),
                     loader.plugin_log.clone(),
+                    // In-process nothing is stopped, so there is nothing to keep alive.
+                    None,
                 )
             });
         match tools {
@@ -179,10 +186,7 @@ impl Session {
             deferred,
         } = accepted;
         if let Some(deferred) = deferred {
-            self.deferred
-                .get_mut()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(plugin.path.clone(), Arc::new(deferred));
+            lock(&self.deferred).insert(plugin.path.clone(), Arc::new(deferred));
         }
         self.children
             .get_mut()

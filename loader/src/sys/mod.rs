@@ -1,7 +1,7 @@
 //! The operating-system calls behind loading, in one place: who we are, opening a file
 //! without following links, handing an already opened file (or a sealed in-memory copy) to
 //! the dynamic loader. Written on `rustix`; the only `unsafe` left is the `dlopen` itself
-//! (in `dl`), where every block says why it holds.
+//! (in `dl`) and glibc's `malloc_trim` (in `heap`), where every block says why it holds.
 //!
 //! How a checked plugin reaches the dynamic loader ([`load`]):
 //! - [`LoadSource::Opened`]: the descriptor the checks were made on, through
@@ -18,6 +18,8 @@
 //! reused `/proc/self/fd/N` would silently resolve to the earlier plugin.
 
 mod dl;
+#[cfg(target_os = "linux")]
+pub(crate) mod heap;
 #[cfg(target_os = "linux")]
 mod memfd;
 mod network;

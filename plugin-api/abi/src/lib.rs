@@ -31,7 +31,8 @@
 //!   behaviour hints ([`FfiToolAnnotations`]); `RNone` from a 0.2 plugin.
 //! - New in ABI 1.2 (`xcsh-plugin-api` 0.5): [`PendingActionFfi::can_apply`], so that a host
 //!   that keeps a failed apply pending knows whether the apply may run again; `false` from an
-//!   older plugin.
+//!   older plugin; and [`HostApiFfi::keep_alive`], a plugin's request not to be stopped
+//!   while idle (a no-op on a host that stops nothing).
 //! - Enums are integers in a `#[repr(transparent)]` wrapper with associated constants
 //!   ([`FfiContentKind`], [`FfiLogLevel`]): a host meeting a value it does not know sees the
 //!   raw number (`known()` returns `None`) instead of misreading it.
@@ -161,6 +162,16 @@ pub trait HostApiFfi: Send + Sync {
     /// Write a line to the host's log. A level the host does not know is logged as an error.
     #[sabi(last_prefix_field)]
     fn log(&self, level: FfiLogLevel, message: RString);
+
+    // ---- Added in ABI 1.2 (xcsh-plugin-api 0.5). Every method below needs a default body. ----
+
+    /// Ask the host not to stop this plugin's process while it is idle (`true`: the plugin
+    /// holds state a restart would lose, such as an open connection or a warm index), or let
+    /// it be stopped again (`false`). A host that stops nothing (in-process, or one before
+    /// ABI 1.2, whose vtable lacks this method) runs the default body, which does nothing.
+    fn keep_alive(&self, keep: bool) {
+        let _ = keep;
+    }
 }
 
 /// An owned host API object.

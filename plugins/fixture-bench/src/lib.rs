@@ -4,6 +4,11 @@
 //! `tests/src/bench.rs` (`BuiltinEcho`) must keep the same logic. `bench_preview` pushes a
 //! pending action whose `apply` only returns a text, so a preview + `resolve` round trip
 //! measures the pending-action machinery and nothing else.
+//!
+//! Benchmarks that need many distinct plugins (issue 28's idle session) copy this file and
+//! write a number over [`COPY`]'s placeholder in each copy's bytes: copy `NNN`'s tools are
+//! then `bench_echo_NNN` and `bench_preview_NNN` (`tests/src/bench.rs`,
+//! `idle::distinct_plugins`).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -12,6 +17,20 @@ use xcsh_plugin_api::{
     PluginError, ToolContext, ToolSet,
 };
 
+/// The copy marker: `---` in this file (tools `bench_echo`, `bench_preview`), a number in a
+/// numbered copy. Read through `black_box`, so the compiler keeps the bytes in the file and
+/// reads them at run time rather than folding the placeholder in.
+static COPY: [u8; 19] = *b"xcsh-bench-copy=---";
+
+/// `base`, or `base_NNN` in copy `NNN`.
+fn tool_name(base: &str) -> String {
+    let marker: &[u8; 19] = std::hint::black_box(&COPY);
+    match std::str::from_utf8(&marker[16..]) {
+        Ok(number) if number.bytes().all(|b| b.is_ascii_digit()) => format!("{base}_{number}"),
+        _ => base.to_owned(),
+    }
+}
+
 /// Arguments: the text to echo.
 #[derive(Deserialize, JsonSchema)]
 struct EchoParams {
@@ -19,12 +38,14 @@ struct EchoParams {
     text: String,
 }
 
-struct BenchEcho;
+struct BenchEcho {
+    name: String,
+}
 
 impl CustomTool for BenchEcho {
     type Params = EchoParams;
     fn name(&self) -> &str {
-        "bench_echo"
+        &self.name
     }
     fn label(&self) -> &str {
         "Bench Echo"
@@ -43,13 +64,14 @@ impl CustomTool for BenchEcho {
 }
 
 struct BenchPreview {
+    name: String,
     api: CustomToolApi,
 }
 
 impl CustomTool for BenchPreview {
     type Params = EchoParams;
     fn name(&self) -> &str {
-        "bench_preview"
+        &self.name
     }
     fn label(&self) -> &str {
         "Bench Preview"
@@ -79,8 +101,13 @@ impl CustomTool for BenchPreview {
 
 fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
     Ok(ToolSet::new()
-        .with(BenchEcho)
-        .with(BenchPreview { api: api.clone() }))
+        .with(BenchEcho {
+            name: tool_name("bench_echo"),
+        })
+        .with(BenchPreview {
+            name: tool_name("bench_preview"),
+            api: api.clone(),
+        }))
 }
 
 export_plugin!(factory);

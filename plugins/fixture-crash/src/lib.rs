@@ -45,6 +45,14 @@ enum Fault {
     /// Connects to `{"addr"}` over TCP (127.0.0.1 only); answers `connected` or
     /// `error: <io error>`.
     Connect,
+    /// Asks the host to keep this process running while idle (`{"keep": true}`) or lets
+    /// that go (`{"keep": false}`); answers its process id (issue 28).
+    KeepAlive,
+    /// Sleeps `{"ms"}` milliseconds, then answers its process id (a call longer than the
+    /// idle time).
+    Nap,
+    /// Pushes a pending action whose apply and reject answer the process id they run in.
+    PidPreview,
 }
 
 /// `params[key]` as a string, or a tool error naming it.
@@ -92,7 +100,7 @@ impl CustomTool for CrashTool {
         json!({"type": "object"})
     }
     fn deferrable(&self) -> bool {
-        matches!(self.fault, Fault::Preview)
+        matches!(self.fault, Fault::Preview | Fault::PidPreview)
     }
     async fn execute(
         &self,
@@ -197,6 +205,34 @@ impl CustomTool for CrashTool {
                     std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map(drop);
                 Ok(outcome("connected", connected))
             }
+            Fault::KeepAlive => {
+                let keep = params.get("keep").and_then(Value::as_bool).unwrap_or(true);
+                self.api.keep_alive(keep);
+                Ok(AgentToolResult::text(std::process::id().to_string()))
+            }
+            Fault::Nap => {
+                let ms = params.get("ms").and_then(Value::as_u64).unwrap_or(0);
+                std::thread::sleep(Duration::from_millis(ms.min(60_000)));
+                Ok(AgentToolResult::text(std::process::id().to_string()))
+            }
+            Fault::PidPreview => {
+                self.api.push_pending_action(
+                    CustomToolPendingAction::new("Crash: answer the pid", |_reason| async {
+                        Ok(AgentToolResult::text(format!(
+                            "applied in {}",
+                            std::process::id()
+                        )))
+                    })
+                    .with_reject(|_reason| async {
+                        Ok(Some(AgentToolResult::text(format!(
+                            "rejected in {}",
+                            std::process::id()
+                        ))))
+                    })
+                    .with_source_tool_name("pid_preview"),
+                )?;
+                Ok(AgentToolResult::text(std::process::id().to_string()))
+            }
             Fault::Preview => {
                 let target = self.api.resolve_path("applied.txt");
                 self.api.push_pending_action(
@@ -265,6 +301,9 @@ fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
         ("shell", Fault::Shell),
         ("alloc_bomb", Fault::AllocBomb),
         ("connect", Fault::Connect),
+        ("keep_alive", Fault::KeepAlive),
+        ("nap", Fault::Nap),
+        ("pid_preview", Fault::PidPreview),
     ];
     Ok(tools
         .into_iter()

@@ -20,7 +20,7 @@ use xcsh_loader::render::sanitize;
 use xcsh_loader::tool::ProgressThrottle;
 use xcsh_loader::{AgentToolResult, CallOptions, Session, UpdateSink, RESOLVE_TOOL_NAME};
 
-use crate::cli::{JsonArg, ReloadArg, SessionArgs};
+use crate::cli::{IdleArg, JsonArg, ReloadArg, SessionArgs};
 use crate::decide::{decide, Decision, DecisionFlags};
 use crate::error::CliError;
 use crate::output::Output;
@@ -53,6 +53,8 @@ pub struct CallArgs {
     pub session: SessionArgs,
     #[command(flatten)]
     pub reload: ReloadArg,
+    #[command(flatten)]
+    pub idle: IdleArg,
     #[command(flatten)]
     pub output: JsonArg,
 }

@@ -129,6 +129,17 @@ pub struct ReloadArg {
     pub no_reload: bool,
 }
 
+/// When idle plugin processes are stopped, for the commands that keep a session open.
+#[derive(Debug, Default, Clone, Args)]
+pub struct IdleArg {
+    /// Stop a plugin's process after it has been idle this long (no call, no apply or reject,
+    /// nothing it pushed still pending): 500ms, 30s, 5m, or off (never). Default 30s. Its next
+    /// call starts it again. FILE=DURATION sets it for one plugin (libfoo.so=5m, or a path);
+    /// repeatable. No effect in-process.
+    #[arg(long = "stop-idle-after", value_name = "DURATION")]
+    pub stop_idle_after: Vec<xcsh_loader::StopIdleAfter>,
+}
+
 /// Whether plugins' tool definitions may come from the user's cache.
 #[derive(Debug, Default, Clone, Args)]
 pub struct CacheArg {
@@ -176,6 +187,8 @@ pub struct McpArgs {
     pub session: SessionArgs,
     #[command(flatten)]
     pub reload: ReloadArg,
+    #[command(flatten)]
+    pub idle: IdleArg,
 }
 
 /// `completions`.
@@ -194,6 +207,8 @@ struct EarlyOptions {
     #[command(flatten)]
     reload: ReloadArg,
     #[command(flatten)]
+    idle: IdleArg,
+    #[command(flatten)]
     output: JsonArg,
 }
 
@@ -205,6 +220,7 @@ struct Slots<'a> {
     sandbox: Option<&'a mut SandboxArgs>,
     cache: Option<&'a mut CacheArg>,
     reload: Option<&'a mut ReloadArg>,
+    idle: Option<&'a mut IdleArg>,
     output: Option<&'a mut JsonArg>,
 }
 
@@ -238,11 +254,13 @@ impl Command {
             },
             Command::Call(args) => Slots {
                 reload: Some(&mut args.reload),
+                idle: Some(&mut args.idle),
                 output: Some(&mut args.output),
                 ..Slots::of_session(&mut args.session)
             },
             Command::Mcp(args) => Slots {
                 reload: Some(&mut args.reload),
+                idle: Some(&mut args.idle),
                 ..Slots::of_session(&mut args.session)
             },
             Command::Check(args) => Slots {
@@ -316,6 +334,9 @@ impl Cli {
         merge(early.reload, slots.reload, &mut unused, |from, into| {
             into.no_reload |= from.no_reload;
         });
+        merge(early.idle, slots.idle, &mut unused, |from, into| {
+            into.stop_idle_after.splice(0..0, from.stop_idle_after);
+        });
         merge(early.output, slots.output, &mut unused, |from, into| {
             into.json |= from.json;
         });
@@ -381,6 +402,12 @@ impl Given for CacheArg {
 impl Given for ReloadArg {
     fn given(&self) -> Vec<&'static str> {
         set(&[(self.no_reload, "--no-reload")])
+    }
+}
+
+impl Given for IdleArg {
+    fn given(&self) -> Vec<&'static str> {
+        set(&[(!self.stop_idle_after.is_empty(), "--stop-idle-after")])
     }
 }
 

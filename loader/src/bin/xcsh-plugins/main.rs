@@ -116,14 +116,16 @@ fn run(command: Command, output: &mut Output) -> Result<ExitCode, CliError> {
             show(output, &check::run(args, &host))
         }
         Command::Call(args) => {
-            let host = HostOptions::from_session(&args.session, !args.reload.no_reload)?;
+            let host = HostOptions::from_session(&args.session, !args.reload.no_reload)?
+                .stopping_idle(&args.idle);
             let report = runtime.block_on(call::run(&host, args, output))?;
             Ok(exit_code(&report))
         }
         Command::Trust(args) => show(output, &trust::trust(args)?),
         Command::Untrust(args) => show(output, &trust::untrust(args)?),
         Command::Mcp(args) => {
-            let host = HostOptions::from_session(&args.session, !args.reload.no_reload)?;
+            let host = HostOptions::from_session(&args.session, !args.reload.no_reload)?
+                .stopping_idle(&args.idle);
             mcp::run(&host)
         }
         Command::New(args) => new::run(args, output.stdout()),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use xcsh_loader::render::sanitize;
 use xcsh_loader::Session;
 
-use crate::cli::{CwdArg, PluginArgs, SandboxArgs, SessionArgs};
+use crate::cli::{CwdArg, IdleArg, PluginArgs, SandboxArgs, SessionArgs};
 use crate::error::CliError;
 
 /// Options shared by every command that builds a session.
@@ -25,6 +25,8 @@ pub struct HostOptions {
     pub reload: bool,
     /// Take isolated plugins' tool definitions from the cache (no `--no-cache`).
     pub definitions_cache: bool,
+    /// `--stop-idle-after`, in order (the loader's default when empty).
+    pub stop_idle_after: Vec<xcsh_loader::StopIdleAfter>,
 }
 
 /// The sandbox options of the command line (see the README's "Isolation").
@@ -111,7 +113,14 @@ impl HostOptions {
             reload: false,
             // `check` learns each plugin's tools from its process, every time.
             definitions_cache: false,
+            stop_idle_after: Vec::new(),
         })
+    }
+
+    /// These options with `--stop-idle-after` (for the commands that keep a session open).
+    pub fn stopping_idle(mut self, idle: &IdleArg) -> Self {
+        self.stop_idle_after.clone_from(&idle.stop_idle_after);
+        self
     }
 
     /// A session builder for these options, with the built-in tools.
@@ -122,6 +131,12 @@ impl HostOptions {
             .reload_changed_plugins(self.reload)
             .definitions_cache(self.definitions_cache);
         let mut builder = self.sandbox.apply(builder);
+        for setting in &self.stop_idle_after {
+            builder = match &setting.plugin {
+                Some(plugin) => builder.stop_idle_after_for(plugin, setting.after),
+                None => builder.stop_idle_after(setting.after),
+            };
+        }
         for plugin in &self.plugins {
             builder = builder.plugin(plugin);
         }
