@@ -224,7 +224,7 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
 /// The sandbox policy of `plugin`'s process in a `check` under `host`'s options: the
 /// defaults, and what the options add.
 fn policy_of(host: &HostOptions, plugin: &Path) -> PolicyReport {
-    use xcsh_loader::sandbox::{BASE_ENVIRONMENT, SYSTEM_READABLE};
+    use xcsh_loader::sandbox::{BASE_ENVIRONMENT, PROC_READABLE, SYSTEM_READABLE};
     let shown = |path: &Path| path.display().to_string();
     let private = "TMPDIR (private)".to_owned();
     let mut environment: Vec<String> = BASE_ENVIRONMENT.iter().map(|n| (*n).to_owned()).collect();
@@ -237,7 +237,7 @@ fn policy_of(host: &HostOptions, plugin: &Path) -> PolicyReport {
         .filter(|dir| Path::new(dir).exists())
         .map(|dir| (*dir).to_owned())
         .collect();
-    reads.push("/proc/self".to_owned());
+    reads.extend(PROC_READABLE.iter().map(|file| (*file).to_owned()));
     reads.push(shown(&host.cwd));
     reads.extend(plugin.parent().map(shown));
     reads.push(private);
