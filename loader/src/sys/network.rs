@@ -57,10 +57,7 @@ pub fn deny_sockets() -> Result<bool, super::sandbox::SandboxError> {
         Ok(()) => Ok(true),
         // A kernel built without seccomp filters.
         Err(seccompiler::Error::Seccomp(error))
-            if matches!(
-                error.raw_os_error(),
-                Some(libc_errno::EINVAL | libc_errno::ENOSYS)
-            ) =>
+            if matches!(error.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) =>
         {
             Ok(false)
         }
@@ -80,21 +77,6 @@ pub fn deny_sockets() -> Result<bool, super::sandbox::SandboxError> {
 )))]
 pub fn deny_sockets() -> Result<bool, super::sandbox::SandboxError> {
     Ok(false)
-}
-
-/// The few errno values this module needs (the loader has no `libc` dependency of its own).
-#[cfg(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "riscv64"
-    )
-))]
-mod libc_errno {
-    pub const EACCES: u32 = 13;
-    pub const EINVAL: i32 = 22;
-    pub const ENOSYS: i32 = 38;
 }
 
 /// The compiled filter (see the module docs for what it refuses).
@@ -121,8 +103,8 @@ fn filter() -> Result<seccompiler::BpfProgram, seccompiler::Error> {
     #[cfg(target_arch = "riscv64")]
     let arch = TargetArch::riscv64;
 
-    const AF_UNIX: u64 = 1;
-    const SOCK_STREAM: u64 = 1;
+    const AF_UNIX: u64 = libc::AF_UNIX as u64;
+    const SOCK_STREAM: u64 = libc::SOCK_STREAM as u64;
     /// The socket type without `SOCK_NONBLOCK` and `SOCK_CLOEXEC`.
     const SOCK_TYPE_MASK: u64 = 0xf;
 
@@ -144,19 +126,17 @@ fn filter() -> Result<seccompiler::BpfProgram, seccompiler::Error> {
     }
     // An empty rule list refuses the call whatever its arguments.
     let always = [
-        // Numbers from the kernel's generic table, the same on x86-64, arm64 and riscv64 for
-        // io_uring (425-427) and pidfd_getfd (438); `socket` differs per architecture.
-        socket_number(),
-        425,
-        426,
-        427,
-        438,
+        libc::SYS_socket,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_pidfd_getfd,
     ];
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for number in always {
         rules.insert(number, Vec::new());
     }
-    rules.insert(socketpair_number(), pair_rules.clone());
+    rules.insert(libc::SYS_socketpair, pair_rules.clone());
     // x32 (the x86-64 ABI with 32-bit pointers) calls the same numbers with bit 30 set, under
     // the same architecture tag.
     #[cfg(target_arch = "x86_64")]
@@ -165,51 +145,16 @@ fn filter() -> Result<seccompiler::BpfProgram, seccompiler::Error> {
         for number in always {
             rules.insert(number | X32, Vec::new());
         }
-        rules.insert(socketpair_number() | X32, pair_rules);
+        rules.insert(libc::SYS_socketpair | X32, pair_rules);
     }
     SeccompFilter::new(
         rules,
         SeccompAction::Allow,
-        SeccompAction::Errno(libc_errno::EACCES),
+        SeccompAction::Errno(libc::EACCES as u32),
         arch,
     )?
     .try_into()
     .map_err(seccompiler::Error::Backend)
-}
-
-/// The number of `socket` on this architecture.
-#[cfg(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "riscv64"
-    )
-))]
-const fn socket_number() -> i64 {
-    if cfg!(target_arch = "x86_64") {
-        41
-    } else {
-        // aarch64 and riscv64 use the generic table.
-        198
-    }
-}
-
-/// The number of `socketpair` on this architecture.
-#[cfg(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "riscv64"
-    )
-))]
-const fn socketpair_number() -> i64 {
-    if cfg!(target_arch = "x86_64") {
-        53
-    } else {
-        199
-    }
 }
 
 #[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
