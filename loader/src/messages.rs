@@ -127,6 +127,17 @@ pub const CALL_ABANDONED: &str = "the call was abandoned";
 /// killed after the grace period.
 pub const PLUGIN_PROCESS_STOPPED: &str = "its plugin process was stopped";
 
+/// A tool error: the session registered `name` from the in-process definitions cache, and the
+/// plugin's factory, run at its first call, no longer defines it.
+pub fn tool_no_longer_defined(name: &str, path: &Path) -> String {
+    format!(
+        "Tool \"{name}\" is no longer defined by plugin {}: its factory defines other tools \
+         than the cached definitions this session listed (a new session lists its tools as \
+         they are now)",
+        path.display()
+    )
+}
+
 /// A tool error: the session registered `name` from the definitions cache, and the plugin's
 /// process, once started, no longer offers it.
 pub fn tool_withdrawn(name: &str, path: &Path) -> String {

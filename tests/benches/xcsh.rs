@@ -36,6 +36,10 @@ const PING_PONG_ENV: &str = "XCSH_BENCH_PING_PONG";
 const TREE_FILES: usize = 2_100;
 /// Plugin copies loaded at once.
 const LOAD_COUNTS: [usize; 4] = [1, 10, 50, 100];
+/// Distinct plugins loaded in-process for the per-plugin memory row, and the runs (fresh
+/// child processes) whose median it shows.
+const DISTINCT_PLUGINS: usize = 50;
+const DISTINCT_RUNS: usize = 5;
 
 /// One line of the table.
 struct Row {
@@ -599,6 +603,44 @@ fn bench_load(bench: &mut Bench) {
             loader_all <= size_kib + 64.0,
         ),
     );
+    // Issue 29's measure: distinct plugins (each its own tools, no conflict), in-process, the
+    // definitions cache warm (their factories deferred to a first call), against raw dlopen.
+    let distinct = root.path().join("distinct");
+    idle::distinct_plugins(
+        &release_artifacts().plugin("fixture-bench"),
+        &distinct,
+        DISTINCT_PLUGINS,
+    )
+    .unwrap();
+    flush_writes();
+    load_in_child("loader_warm", &distinct, &cwd, &cache);
+    let per_distinct = |kind: &str| {
+        let mut values: Vec<f64> = (0..DISTINCT_RUNS)
+            .map(|_| {
+                let sample = load_in_child(kind, &distinct, &cwd, &cache);
+                assert_eq!(sample.loaded, DISTINCT_PLUGINS);
+                sample.rss_added_kib() / DISTINCT_PLUGINS as f64
+            })
+            .collect();
+        median_of(&mut values)
+    };
+    let (distinct_loader, distinct_raw) = (per_distinct("loader_warm"), per_distinct("raw"));
+    bench.rows.push(
+        Row::new(
+            "load",
+            format!(
+                "resident memory (VmRSS) added per plugin, {DISTINCT_PLUGINS} distinct plugins \
+                 in-process, definitions cache warm (factories deferred to a first call)"
+            ),
+            kib(distinct_loader),
+        )
+        .baseline(format!("raw dlopen: {}", kib(distinct_raw)))
+        .ratio("loader/raw", distinct_loader / distinct_raw)
+        .target(
+            format!("≤ raw + 256 KiB = {}", kib(distinct_raw + 256.0)),
+            distinct_loader <= distinct_raw + 256.0,
+        ),
+    );
     bench.notes.push(format!(
         "load: copies of `{}` ({}), each measured in a fresh child process, the page cache warm; \
          the loader builds one session over the directory of copies (all checks on); every copy \
@@ -610,7 +652,8 @@ fn bench_load(bench: &mut Bench) {
 }
 
 /// What ships, on disk: the release `xcsh-plugins` against the `ast-grep` binary (the same
-/// grammars, TLA+ aside), and the sample plugin.
+/// grammars, TLA+ aside: its parser's code and tables, as compiled, are added to the target),
+/// and the sample plugin.
 fn bench_sizes(bench: &mut Bench) {
     let artifacts = release_artifacts();
     let size = |path: &Path| std::fs::metadata(path).unwrap().len();
@@ -622,8 +665,30 @@ fn bench_sizes(bench: &mut Bench) {
             let reference = size(&ast_grep.canonicalize().unwrap_or(ast_grep));
             row = row
                 .baseline(format!("`ast-grep` binary {}", mib(reference)))
-                .ratio("xcsh-plugins/ast-grep", cli as f64 / reference as f64)
-                .target("≤ the ast-grep binary", cli <= reference);
+                .ratio("xcsh-plugins/ast-grep", cli as f64 / reference as f64);
+            // What `xcsh-plugins` ships and `ast-grep` does not: the TLA+ grammar.
+            let profile_dir = artifacts.cli().parent().unwrap().to_path_buf();
+            match xcsh_integration_tests::bench::c_objects_bytes(
+                &profile_dir,
+                "tree-sitter-tlaplus",
+            ) {
+                Ok(tlaplus) => {
+                    row = row.target(
+                        format!(
+                            "≤ ast-grep + the TLA+ grammar it lacks ({}) = {}",
+                            mib(tlaplus),
+                            mib(reference + tlaplus)
+                        ),
+                        cli <= reference + tlaplus,
+                    );
+                }
+                Err(why) => {
+                    row = row.target("≤ the ast-grep binary", cli <= reference);
+                    bench
+                        .notes
+                        .push(format!("sizes: the TLA+ grammar's size is unknown: {why}"));
+                }
+            }
         }
         Err(why) => bench
             .notes
@@ -893,6 +958,10 @@ fn bench_ast_edit(bench: &mut Bench) {
     }
 }
 
+/// Calls per batch, and rounds, of the paired comparison of the sandbox's policies.
+const SANDBOX_BATCH: u64 = 2_000;
+const SANDBOX_ROUNDS: usize = 21;
+
 /// Plugins `list`ed at once, in each isolation mode.
 const LIST_PLUGINS: usize = 50;
 
@@ -910,11 +979,31 @@ fn bench_isolation(bench: &mut Bench) {
     let inline = calls::plugin_session(cwd.path(), &echo).unwrap();
     let offload = isolation::session(cwd.path(), &echo, Isolation::InProcess).unwrap();
     let process = isolation::session(cwd.path(), &echo, Isolation::Process).unwrap();
+    // Issue 27's control, in the same run: the policy plugin processes had before the secrets
+    // sandbox (every variable of the host, reads from `/`), and the one of `--deny-network`
+    // (its seccomp filter runs on every system call the child makes).
+    let before_sandbox = calls::session_with(
+        xcsh_loader::Session::builder(cwd.path())
+            .isolation(Isolation::Process)
+            .definitions_cache(false)
+            .pass_env("*")
+            .allow_read("/"),
+        &echo,
+    )
+    .unwrap();
+    let deny_network = calls::session_with(
+        xcsh_loader::Session::builder(cwd.path())
+            .isolation(Isolation::Process)
+            .definitions_cache(false)
+            .deny_network(true),
+        &echo,
+    )
+    .unwrap();
     let mcp = runtime
         .block_on(calls::McpServer::start(&artifacts.cli(), &echo, cwd.path()))
         .unwrap();
     runtime.block_on(async {
-        for session in [&inline, &offload, &process] {
+        for session in [&inline, &offload, &process, &before_sandbox, &deny_network] {
             assert_eq!(calls::call_echo(session).await.text(), calls::ECHO_TEXT);
         }
     });
@@ -936,6 +1025,12 @@ fn bench_isolation(bench: &mut Bench) {
     });
     group.bench_function("c_process", |b| {
         b.iter_custom(|iters| timed_calls(&runtime, iters, || calls::call_echo(&process)));
+    });
+    group.bench_function("c_process_before_sandbox", |b| {
+        b.iter_custom(|iters| timed_calls(&runtime, iters, || calls::call_echo(&before_sandbox)));
+    });
+    group.bench_function("c_process_deny_network", |b| {
+        b.iter_custom(|iters| timed_calls(&runtime, iters, || calls::call_echo(&deny_network)));
     });
     group.bench_function("d_mcp", |b| {
         b.iter_custom(|iters| {
@@ -1011,6 +1106,18 @@ fn bench_isolation(bench: &mut Bench) {
     });
     group.finish();
     runtime.block_on(mcp.stop());
+    // Batches of calls through each session back to back, in alternating order: the ratio of
+    // issue 27's target, which drifts of the machine's load between criterion's groups skew.
+    let batch = |session: &xcsh_loader::Session| {
+        timed_calls(&runtime, SANDBOX_BATCH, || calls::call_echo(session))
+    };
+    let sandbox_paired = paired_ratio(
+        SANDBOX_ROUNDS,
+        || batch(&before_sandbox),
+        || batch(&process),
+    );
+    let deny_paired = paired_ratio(SANDBOX_ROUNDS, || batch(&process), || batch(&deny_network));
+    drop((before_sandbox, deny_network));
 
     // A child's resident memory, beside what its plugin's own mappings take.
     let crash = artifacts.plugin("fixture-crash");
@@ -1032,6 +1139,10 @@ fn bench_isolation(bench: &mut Bench) {
         median("d_mcp"),
     );
     let floor = median("e_socket_floor");
+    let (c_before, c_deny) = (
+        median("c_process_before_sandbox"),
+        median("c_process_deny_network"),
+    );
     let first = median("first_call");
     let (list_in, list_proc) = (median("list_in_process"), median("list_process"));
     let (list_cold, list_warm) = (median("list_process_cold"), median("list_process_warm"));
@@ -1063,6 +1174,27 @@ fn bench_isolation(bench: &mut Bench) {
         .baseline(format!("(a) {}", time(a)))
         .ratio("c/a", c.as_secs_f64() / a.as_secs_f64())
         .target("median ≤ 25 µs", c <= Duration::from_micros(25)),
+    );
+    bench.rows.push(
+        Row::new(
+            "isolation",
+            "(c) under the policy before the secrets sandbox of issue 27 (every variable of the host passed, reads allowed from `/`), same binary",
+            time(c_before),
+        )
+        .baseline(format!("(c) {}", time(c)))
+        .ratio("c/this", c.as_secs_f64() / c_before.as_secs_f64())
+        .paired(sandbox_paired)
+        .target("paired c/this ≤ 1.05", sandbox_paired <= 1.05),
+    );
+    bench.rows.push(
+        Row::new(
+            "isolation",
+            "(c) under `--deny-network` (issue 27's seccomp filter on every system call of the child)",
+            time(c_deny),
+        )
+        .baseline(format!("(c) {}", time(c)))
+        .ratio("this/c", c_deny.as_secs_f64() / c.as_secs_f64())
+        .paired(deny_paired),
     );
     let c_floor = c.as_secs_f64() / floor.as_secs_f64();
     bench.rows.push(

@@ -48,9 +48,18 @@ fn copy_of(package: &str, dir: &Path) -> PathBuf {
     copy
 }
 
+/// The layout-check entries in `cache` (an in-process session caches its plugins' tool
+/// definitions beside them).
 fn entries(cache: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(cache)
-        .map(|dir| dir.map(|e| e.unwrap().path()).collect())
+        .map(|dir| {
+            dir.map(|e| e.unwrap().path())
+                .filter(|path| {
+                    path.file_name()
+                        .is_some_and(|name| name.to_string_lossy().starts_with("layout-checked"))
+                })
+                .collect()
+        })
         .unwrap_or_default()
 }
 

@@ -39,7 +39,10 @@ pub(crate) fn store_sink(store: Option<Arc<dyn PendingActionSink>>) -> Option<Pu
 }
 
 mod builtin;
+mod deferred;
 mod offload;
+
+pub(crate) use deferred::{plugin_tools, InProcessDefinitions, Services};
 
 #[cfg(feature = "ast-edit")]
 pub use builtin::ast_edit_tool;

@@ -12,7 +12,8 @@ use crate::isolate::Isolation;
 use crate::load::discovery::{Candidate, CandidateSource, Discovery};
 use crate::load::safety::FileStamp;
 use crate::load::trust::{TrustStatus, TrustStore};
-use crate::load::{load_checked, CheckedFile, LoadError, LoadErrorKind, PluginLibrary};
+use crate::load::{CheckedFile, LoadError, LoadErrorKind};
+use crate::plugin_abi::InProcessDefinitions;
 use crate::plugin_log::PluginLogSink;
 use crate::resolve::steering::{SteeringMessage, SteeringQueue};
 use crate::store::{PendingActionSink, PendingActionStore};
@@ -129,8 +130,13 @@ impl SessionBuilder {
         self
     }
 
-    /// Under process isolation, use the user's cache of plugins' tool definitions (default:
-    /// yes). A plugin whose definitions are cached (for this very file, host build, working
+    /// Use the user's cache of plugins' tool definitions (default: yes). In-process, a plugin
+    /// whose definitions are cached (for this very file, host build, working directory, and
+    /// store or none) is checked and loaded at build time, but its factory runs at the first
+    /// call of one of its tools (a tool it no longer defines then fails with
+    /// [`crate::messages::tool_no_longer_defined`], and the entry is rewritten); on a miss the
+    /// factory runs at build time and its definitions are remembered. Under process
+    /// isolation, a plugin whose definitions are cached (for this very file, host build, working
     /// directory and sandbox) passes every check at build time but starts no process: its
     /// tools are registered from the cache, and its process starts at the first call of one
     /// of them, whose handshake is authoritative (other definitions replace the cached ones,
@@ -409,6 +415,12 @@ impl SessionBuilder {
             }
             // In-process, and where process isolation is not available.
             _ => {
+                loader.in_process_definitions = self
+                    .definitions_cache
+                    .then(|| {
+                        InProcessDefinitions::for_session(&session.cwd, session.sink.is_some())
+                    })
+                    .flatten();
                 for candidate in candidates {
                     if self.require_sandbox {
                         // In-process there is no sandbox to require.
@@ -484,6 +496,9 @@ pub(super) struct Loader {
     pub(super) inline_calls: bool,
     /// See [`SessionBuilder::plugin_log`].
     pub(super) plugin_log: Option<PluginLogSink>,
+    /// Where in-process plugins' tool definitions are cached, so their factories run at their
+    /// first call (`None`: each factory runs at build; see [`SessionBuilder::definitions_cache`]).
+    pub(super) in_process_definitions: Option<InProcessDefinitions>,
 }
 
 impl Loader {
@@ -499,18 +514,8 @@ impl Loader {
             after_check,
             inline_calls,
             plugin_log: None,
+            in_process_definitions: None,
         }
-    }
-
-    /// Check and read the candidate, require trust for a project-local one, then load exactly
-    /// the bytes that were checked. An untrusted file is never loaded: its constructors do not
-    /// run.
-    pub(super) fn load(
-        &mut self,
-        candidate: &Candidate,
-        errors: &mut Vec<LoadError>,
-    ) -> Result<PluginLibrary, LoadError> {
-        load_checked(&self.check(candidate, errors)?)
     }
 
     /// Check and open the candidate, and require trust for a project-local one: the file a

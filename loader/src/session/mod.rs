@@ -27,8 +27,9 @@ use serde_json::Value;
 
 use crate::isolate::Isolation;
 use crate::load::discovery::Candidate;
+use crate::load::load_checked;
 use crate::load::LoadError;
-use crate::plugin_abi::{instantiate, store_sink};
+use crate::plugin_abi::{plugin_tools, store_sink, Services};
 use crate::resolve::steering::{
     forced_tool_choice, Provider, SteeringMessage, SteeringQueue, ToolChoice,
 };
@@ -142,8 +143,9 @@ impl Session {
 
     fn load_plugin(&mut self, candidate: &Candidate, loader: &mut Loader) {
         let tools = loader
-            .load(candidate, &mut self.load_errors)
-            .and_then(|library| {
+            .check(candidate, &mut self.load_errors)
+            .and_then(|file| Ok((load_checked(&file)?, file)))
+            .and_then(|(library, file)| {
                 self.plugins
                     .get_mut()
                     .unwrap_or_else(|p| p.into_inner())
@@ -153,21 +155,24 @@ impl Session {
                         isolation: Isolation::InProcess,
                         sandbox: None,
                     });
-                instantiate(
+                plugin_tools(
                     library,
-                    &candidate.path,
-                    &self.cwd,
-                    store_sink(self.sink.clone()),
-                    loader.plugin_log.clone(),
-                    // In-process nothing is stopped, so there is nothing to keep alive.
-                    None,
+                    &file,
+                    loader.in_process_definitions.as_ref(),
+                    Services {
+                        cwd: self.cwd.clone(),
+                        sink: store_sink(self.sink.clone()),
+                        logger: loader.plugin_log.clone(),
+                        // In-process nothing is stopped, so there is nothing to keep alive.
+                        keep_alive: None,
+                        inline: loader.inline_calls,
+                    },
                 )
             });
         match tools {
             Ok(tools) => {
-                for mut tool in tools {
-                    tool.set_inline(loader.inline_calls);
-                    if let Err(error) = self.register(Arc::new(tool)) {
+                for tool in tools {
+                    if let Err(error) = self.register(tool) {
                         self.load_errors.push(error);
                     }
                 }

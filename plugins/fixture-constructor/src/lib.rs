@@ -2,8 +2,9 @@
 //!
 //! The dynamic loader runs a library's constructors inside `dlopen`. This one appends a line
 //! to the file named by `XCSH_FIXTURE_MARKER` (when set), so a test can tell whether the
-//! library was ever loaded: an untrusted project-local plugin must leave no marker. The tool
-//! `constructor_probe` reports whether the constructor ran in this process.
+//! library was ever loaded: an untrusted project-local plugin must leave no marker. Its
+//! factory marks the file too. The tool `constructor_probe` reports whether the constructor
+//! ran in this process.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,17 +16,22 @@ use xcsh_plugin_api::{
 
 static CONSTRUCTED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_load() {
-    CONSTRUCTED.store(true, Ordering::SeqCst);
+/// Append `what ran in process PID` to the marker file, when one is named.
+fn mark(what: &str) {
     if let Some(marker) = std::env::var_os("XCSH_FIXTURE_MARKER") {
         if let Ok(mut file) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(marker)
         {
-            let _ = writeln!(file, "constructor ran in process {}", std::process::id());
+            let _ = writeln!(file, "{what} ran in process {}", std::process::id());
         }
     }
+}
+
+extern "C" fn on_load() {
+    CONSTRUCTED.store(true, Ordering::SeqCst);
+    mark("constructor");
 }
 
 // SAFETY: the dynamic loader calls each pointer in this section once, with no arguments, when
@@ -72,7 +78,10 @@ impl CustomTool for Probe {
     }
 }
 
+/// Marks that it ran too, so a test can tell when a host ran the factory (in-process with
+/// its definitions cached, only at the first call).
 fn factory(_api: &CustomToolApi) -> Result<Probe, PluginError> {
+    mark("factory");
     Ok(Probe)
 }
 
