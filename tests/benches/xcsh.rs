@@ -644,8 +644,8 @@ fn bench_load(bench: &mut Bench) {
     bench.notes.push(format!(
         "load: copies of `{}` ({}), each measured in a fresh child process, the page cache warm; \
          the loader builds one session over the directory of copies (all checks on); every copy \
-         after the first defines the same tool and ends in a name-conflict load error after its \
-         factory ran.",
+         after the first defines the same tool and ends in a name-conflict load error (cache \
+         cold: after its factory ran; warm: from its cached definitions, the factory deferred).",
         source.file_name().unwrap().to_string_lossy(),
         kib(size_kib)
     ));
