@@ -251,10 +251,27 @@ impl Tool for DeferredTool {
         arguments: Value,
         ctx: CallContext,
     ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
-        match self.plugin.tool(&self.spec.name) {
-            Ok(tool) => tool.execute(tool_call_id, arguments, ctx),
-            Err(error) => Box::pin(std::future::ready(Err(error))),
-        }
+        let plugin = &self.plugin;
+        // The factory is plugin code, which may block: off the caller's runtime threads, as
+        // the calls themselves are (unless calls are polled inline: then on the caller's).
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        let offload = plugin.tools.get().is_none() && !plugin.services.inline;
+        let (Some(runtime), true) = (runtime, offload) else {
+            return match plugin.tool(&self.spec.name) {
+                Ok(tool) => tool.execute(tool_call_id, arguments, ctx),
+                Err(error) => Box::pin(std::future::ready(Err(error))),
+            };
+        };
+        let (plugin, name) = (Arc::clone(plugin), self.spec.name.clone());
+        Box::pin(async move {
+            let tool = runtime
+                .spawn_blocking(move || plugin.tool(&name))
+                .await
+                .map_err(|error| {
+                    ToolError::new(format!("the plugin's factory did not finish: {error}"))
+                })??;
+            tool.execute(tool_call_id, arguments, ctx).await
+        })
     }
 
     fn interrupted(&self, tool_call_id: &str) -> BoxFuture<Option<String>> {
