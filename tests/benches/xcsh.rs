@@ -34,6 +34,9 @@ const PING_PONG_ENV: &str = "XCSH_BENCH_PING_PONG";
 
 /// Files in the generated `ast_edit` tree.
 const TREE_FILES: usize = 2_100;
+/// Files in the tree of the whole-process `ast_edit` rows (`xcsh-plugins call` against the
+/// `ast-grep` CLI, issue 29).
+const CLI_TREE_FILES: usize = 3_000;
 /// Plugin copies loaded at once.
 const LOAD_COUNTS: [usize; 4] = [1, 10, 50, 100];
 /// Distinct plugins loaded in-process for the per-plugin memory row, and the runs (fresh
@@ -216,6 +219,7 @@ fn main() {
     }
     if wanted("ast_edit") {
         bench_ast_edit(&mut bench);
+        bench_ast_edit_cli(&mut bench);
     }
     if wanted("sizes") {
         bench_sizes(&mut bench);
@@ -956,6 +960,122 @@ fn bench_ast_edit(bench: &mut Bench) {
             ));
         }
     }
+}
+
+/// `xcsh-plugins call ast_edit` (the release binary) against `ast-grep run`, whole processes
+/// on a generated tree of [`CLI_TREE_FILES`] files: the preview (`--discard`) against `ast-grep
+/// run -p P -r R`, and `--apply` against `ast-grep run -U` on fresh identical copies made
+/// outside the timing. Both have paired ratios; the trees each wrote are compared.
+fn bench_ast_edit_cli(bench: &mut Bench) {
+    let Ok(ast_grep) = ast_grep_cli() else {
+        bench.notes.push(
+            "ast_edit whole process: no ast-grep CLI to compare with; rows skipped".to_owned(),
+        );
+        return;
+    };
+    let ours = release_artifacts().cli();
+    let root = tempfile::tempdir().unwrap();
+    let tree_dir = root.path().join("tree");
+    let generated = tree::generate(&tree_dir, CLI_TREE_FILES).unwrap();
+    flush_writes();
+    // Both find the same matches before anything is timed.
+    let printed = tree::ast_edit_cli(&ours, &tree_dir, false).unwrap();
+    assert!(
+        printed.contains(&format!(
+            "AST Edit: {} replacements in {} files",
+            generated.matches, generated.files_with_matches
+        )),
+        "{printed}"
+    );
+    tree::ast_grep(&ast_grep, &tree_dir, false).unwrap();
+    let scratch = root.path().join("scratch");
+    let fresh_copy = |name: &str| {
+        let dir = scratch.join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        tree::copy_tree(&tree_dir, &dir).unwrap();
+        flush_writes();
+        dir
+    };
+    let timed = |run: &dyn Fn() -> Result<String, String>| {
+        let start = Instant::now();
+        std::hint::black_box(run().unwrap());
+        start.elapsed()
+    };
+    let preview_ours = || timed(&|| tree::ast_edit_cli(&ours, &tree_dir, false));
+    let preview_theirs = || timed(&|| tree::ast_grep(&ast_grep, &tree_dir, false));
+    let apply_ours = || {
+        let dir = fresh_copy("ours");
+        timed(&|| tree::ast_edit_cli(&ours, &dir, true))
+    };
+    let apply_theirs = || {
+        let dir = fresh_copy("theirs");
+        timed(&|| tree::ast_grep(&ast_grep, &dir, true))
+    };
+
+    let mut group = bench.criterion.benchmark_group("ast_edit_cli");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(1))
+        .measurement_time(Duration::from_millis(1));
+    for (id, run) in [
+        ("xcsh_preview", &preview_ours as &dyn Fn() -> Duration),
+        ("ast_grep_run", &preview_theirs),
+        ("xcsh_apply", &apply_ours),
+        ("ast_grep_update_all", &apply_theirs),
+    ] {
+        group.bench_function(id, |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| run()).sum());
+        });
+    }
+    group.finish();
+    let paired_preview = paired_ratio(10, preview_theirs, preview_ours);
+    let paired_apply = paired_ratio(10, apply_theirs, apply_ours);
+
+    let median = |id: &str| bench.median("ast_edit_cli", id);
+    let (preview, run) = (median("xcsh_preview"), median("ast_grep_run"));
+    let (apply, update) = (median("xcsh_apply"), median("ast_grep_update_all"));
+    let preview_ratio = preview.as_secs_f64() / run.as_secs_f64();
+    let apply_ratio = apply.as_secs_f64() / update.as_secs_f64();
+    bench.rows.push(
+        Row::new(
+            "ast_edit",
+            format!("`xcsh-plugins call ast_edit` preview, whole process, {CLI_TREE_FILES} files"),
+            time(preview),
+        )
+        .baseline(format!("`ast-grep run -p P -r R`: {}", time(run)))
+        .ratio("xcsh/ast-grep", preview_ratio)
+        .paired(paired_preview)
+        .target("≤ 0.8", preview_ratio <= 0.8),
+    );
+    bench.rows.push(
+        Row::new(
+            "ast_edit",
+            format!(
+                "`xcsh-plugins call ast_edit --apply`, whole process, {CLI_TREE_FILES} files \
+                 (crash-safe)"
+            ),
+            time(apply),
+        )
+        .baseline(format!("`ast-grep run ... -U`: {}", time(update)))
+        .ratio("xcsh/ast-grep", apply_ratio)
+        .paired(paired_apply)
+        .target("≤ 0.8", apply_ratio <= 0.8),
+    );
+    let same = tree::same_tree(&scratch.join("ours"), &scratch.join("theirs"));
+    bench.notes.push(format!(
+        "ast_edit whole process: {} files ({} KiB), {} replacements in {} files; `xcsh-plugins` \
+         (release) with default options, `ast-grep` with its own; files written by `--apply` \
+         and by `ast-grep -U`: {}.",
+        generated.files,
+        generated.bytes / 1024,
+        generated.matches,
+        generated.files_with_matches,
+        match same {
+            Ok(()) => "identical".to_owned(),
+            Err(difference) => format!("DIFFERENT ({difference})"),
+        }
+    ));
 }
 
 /// Calls per batch, and rounds, of the paired comparison of the sandbox's policies.

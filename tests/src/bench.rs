@@ -722,6 +722,29 @@ pub mod tree {
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
 
+    /// `xcsh-plugins call ast_edit` with [`PATTERN`] and [`REWRITE`] in `root`, as a user runs
+    /// it (a whole process, default options): the preview discarded, or applied when `apply`.
+    /// Returns what it printed.
+    pub fn ast_edit_cli(cli: &Path, root: &Path, apply: bool) -> Result<String, String> {
+        let arguments = json!({"ops": [{"pat": PATTERN, "out": REWRITE}]}).to_string();
+        let output = Command::new(cli)
+            .args(["call", "ast_edit", &arguments])
+            .arg(if apply { "--apply" } else { "--discard" })
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", cli.display()))?;
+        if !output.status.success() {
+            return Err(format!(
+                "xcsh-plugins call ast_edit failed ({}): {}{}",
+                output.status,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
     /// Whether two trees hold the same files with the same bytes; `Err` names a difference.
     pub fn same_tree(a: &Path, b: &Path) -> Result<(), String> {
         let mut names_a: Vec<_> = std::fs::read_dir(a)

@@ -7,17 +7,26 @@
 //! exists and is durable are they renamed over the originals, so a failure or a crash leaves
 //! each file either old or new, never half-written.
 //!
-//! Durability: each temporary file is `fdatasync`ed (its content and size) before any rename,
-//! and each touched directory is fsynced after the renames, which also commits the journaled
-//! metadata (mode, owner, the renames themselves). The syncs are I/O waits, not CPU work, so
-//! they run on [`IO_THREADS`] threads at once and the filesystem batches them into a few
-//! journal commits. Measured against the alternatives on 2,100 files (BENCHMARKS.md): one
-//! `syncfs` per filesystem is as fast on an idle disk but waits for every other writer's dirty
-//! data on a busy one, and fsyncs on two threads cost about 1.5× as much. Reading and rewriting
-//! run on one thread per core.
+//! Why a crash leaves every file whole: a target is only ever changed by a `rename` of a
+//! complete temporary file over it, which replaces the directory entry atomically (the name
+//! points at the old inode or at the new one, never at a mix), and no rename starts before
+//! every temporary file's content and size are on disk (`fdatasync` of each, all done before
+//! the first rename). A crash before the renames leaves the old files and some stray
+//! `.name.ast_edit-*.tmp` files; during them, some files old and some new, each whole; after
+//! them, the directories are fsynced so that the renames themselves survive.
+//!
+//! Cost: the syncs are batched, not paid one file at a time. All temporary files are written
+//! first (one thread per core), each one's writeback started as soon as it is written
+//! (`POSIX_FADV_DONTNEED` on Linux, which starts the write-out without waiting), so the data
+//! of the whole batch goes to the disk together; only then is each file `fdatasync`ed, on
+//! [`IO_THREADS`] threads, and those calls mostly find their data already written and share
+//! the filesystem's metadata commits. Measured with a C replica on 2,250 files of 4 KiB on
+//! this ext4: plain `fdatasync` of each on 32 threads 64-97 ms, after the writeback was
+//! started 21-30 ms, one `syncfs` 22-36 ms (which would also wait for every other writer's
+//! dirty data on the filesystem, so it is not used).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
@@ -59,13 +68,36 @@ enum Checked<'a> {
     Broken(String),
 }
 
+/// The file to replace for `path`: the path itself, or where it points when it is a symbolic
+/// link (the link stays; its target is rewritten). Only a link needs `canonicalize` (a
+/// `readlink` per component): a plain file is renamed over in its own directory either way.
+fn target_of(path: &Path) -> std::io::Result<PathBuf> {
+    if path.is_absolute() && !fs::symlink_metadata(path)?.file_type().is_symlink() {
+        Ok(path.to_path_buf())
+    } else {
+        fs::canonicalize(path)
+    }
+}
+
+/// The content and metadata of `target`, from one open.
+fn read_with_meta(target: &Path) -> std::io::Result<(Vec<u8>, fs::Metadata)> {
+    let mut handle = File::open(target)?;
+    let meta = handle.metadata()?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    handle.read_to_end(&mut bytes)?;
+    Ok((bytes, meta))
+}
+
 fn check_file(file: &PlannedFile) -> Checked<'_> {
-    let Ok(target) = fs::canonicalize(&file.edits.path) else {
+    let Ok(target) = target_of(&file.edits.path) else {
         return Checked::Changed(format!("{} (deleted)", file.display));
     };
-    let (bytes, meta) = match (fs::read(&target), fs::metadata(&target)) {
-        (Ok(bytes), Ok(meta)) => (bytes, meta),
-        (Err(error), _) | (_, Err(error)) => {
+    let (bytes, meta) = match read_with_meta(&target) {
+        Ok(read) => read,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Checked::Changed(format!("{} (deleted)", file.display));
+        }
+        Err(error) => {
             return Checked::Changed(format!("{} (unreadable: {error})", file.display));
         }
     };
@@ -194,8 +226,9 @@ fn injected_failure(_target: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Write `ready`'s content next to its target; returns the temporary path.
-fn write_temp(ready: &Ready<'_>) -> std::io::Result<PathBuf> {
+/// Write `ready`'s content next to its target; returns the temporary path. The file is not
+/// synced here: [`apply`] syncs every temporary file once all are written.
+fn write_temp(ready: &Ready<'_>, pid: u32) -> std::io::Result<PathBuf> {
     let dir = ready.target.parent().unwrap_or(Path::new("."));
     let name = ready
         .target
@@ -203,34 +236,63 @@ fn write_temp(ready: &Ready<'_>) -> std::io::Result<PathBuf> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let temp = dir.join(format!(
-        ".{name}.ast_edit-{}-{}.tmp",
-        std::process::id(),
+        ".{name}.ast_edit-{pid}-{}.tmp",
         TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
     let result = (|| {
         injected_failure(&ready.target)?;
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+            options.mode(ready.meta.permissions().mode() & 0o7777);
+        }
+        let mut file = options.open(&temp)?;
         file.write_all(&ready.content)?;
-        file.set_permissions(ready.meta.permissions())?;
+        // The umask may have taken bits away, and the owner is ours: put back what differs
+        // (one `fstat` instead of a `fchmod` and a `fchown` per file).
+        let made = file.metadata()?;
+        if made.permissions() != ready.meta.permissions() {
+            file.set_permissions(ready.meta.permissions())?;
+        }
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
-            // Keep the owner when we may (root); otherwise the file becomes ours, like any editor.
-            let _ =
-                std::os::unix::fs::fchown(&file, Some(ready.meta.uid()), Some(ready.meta.gid()));
+            if (made.uid(), made.gid()) != (ready.meta.uid(), ready.meta.gid()) {
+                // Keep the owner when we may (root); otherwise the file becomes ours, like any
+                // editor.
+                let _ = std::os::unix::fs::fchown(
+                    &file,
+                    Some(ready.meta.uid()),
+                    Some(ready.meta.gid()),
+                );
+            }
         }
-        file.sync_data()
+        start_writeback(&file);
+        Ok(file)
     })();
     match result {
-        Ok(()) => Ok(temp),
+        Ok(_) => Ok(temp),
         Err(error) => {
             let _ = fs::remove_file(&temp);
             Err(error)
         }
     }
+}
+
+/// Ask the kernel to start writing `file` out now (Linux: `POSIX_FADV_DONTNEED` starts the
+/// writeback of dirty pages without waiting), so that the data of every temporary file is in
+/// flight together before the first `fdatasync`, and the syncs find it mostly written. Only a
+/// hint: durability comes from [`sync_temp`].
+fn start_writeback(_file: &File) {
+    #[cfg(target_os = "linux")]
+    let _ = rustix::fs::fadvise(_file, 0, None, rustix::fs::Advice::DontNeed);
+}
+
+/// `fdatasync` one temporary file: its content and size are on disk before it is renamed.
+fn sync_temp(temp: &PathBuf) -> std::io::Result<()> {
+    OpenOptions::new().write(true).open(temp)?.sync_data()
 }
 
 fn same_stamp(meta: &fs::Metadata, now: &fs::Metadata) -> bool {
@@ -246,12 +308,23 @@ pub fn apply(plan: &Plan) -> Result<AgentToolResult, String> {
             let _ = fs::remove_file(temp);
         }
     };
-    let written = in_parallel_on(IO_THREADS, &ready, write_temp);
+    let pid = std::process::id();
+    let written = in_parallel(&ready, |item| write_temp(item, pid));
     let temps: Vec<PathBuf> = written
         .iter()
         .filter_map(|w| w.as_ref().ok().cloned())
         .collect();
     if let Some((item, Err(error))) = ready.iter().zip(&written).find(|(_, w)| w.is_err()) {
+        cleanup(&temps);
+        return Err(format!(
+            "Nothing was written: cannot write {}: {error}",
+            item.file.display
+        ));
+    }
+    // Every temporary file is written and its writeback started; now wait until each is on
+    // disk. The writes went out together, so most syncs find their data already written.
+    let synced = in_parallel_on(IO_THREADS, &temps, sync_temp);
+    if let Some((item, Err(error))) = ready.iter().zip(&synced).find(|(_, s)| s.is_err()) {
         cleanup(&temps);
         return Err(format!(
             "Nothing was written: cannot write {}: {error}",

@@ -307,3 +307,70 @@ async fn path_lists_root_and_directory_globs() {
     let out = edit(&s, json!({"ops": op, "path": "/other/o.ts"})).await;
     assert_eq!(ok_text(&out), "-1:1 foo(7)\n+1:1 bar(7)");
 }
+
+/// The walk that skips subtrees without the pattern's fixed string finds exactly what ast-grep's
+/// own non-reentrant pre-order `Visitor` finds: nested, adjacent, multi-line and near-miss
+/// matches, in several grammars, and fixed strings that overlap themselves.
+#[test]
+fn pruned_walk_finds_what_the_visitor_finds() {
+    use ast_grep_core::tree_sitter::traversal::Visitor;
+    use ast_grep_core::tree_sitter::StrDoc;
+    use ast_grep_core::AstGrep;
+
+    use crate::lang::{self, Lang};
+    use crate::search::{compile, find_matches, occurrences};
+
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "rs",
+            "foo($A)",
+            "fn m() { foo(foo(2)); foo (3); foo(\n  4,\n); foo(5, 6); foofoo(7); my_foo(8); }\n",
+        ),
+        (
+            "rs",
+            "$A.unwrap()",
+            "fn m() { a.unwrap().b.unwrap(); x.unwrap_or(1); (y).unwrap(); }\n",
+        ),
+        (
+            "ts",
+            "console.log($$$A)",
+            "console.log(1, console.log(2));\nconsole . log(3);\nconsole.logx(4);\n",
+        ),
+        (
+            "py",
+            "aaa($X)",
+            "aaaa(1)\naaa(aaa(2))\nb = aaa(3) + aaaaa(4)\n",
+        ),
+        (
+            "js",
+            "if ($C) { $$$B }",
+            "if (a) { if (b) { f(); } }\nif (c) g();\n",
+        ),
+    ];
+    for (ext, pat, source) in cases {
+        let lang = lang::parse(ext).expect("a compiled-in language");
+        let (compiled, issues) =
+            compile(&[((*pat).to_owned(), "X".to_owned())], None, &[lang], true).expect("compile");
+        assert!(issues.is_empty());
+        let op = &compiled.ops_for(lang)[0];
+        let grep = AstGrep::<StrDoc<Lang>>::try_new(source, lang).expect("parse");
+        let ranges = |found: Vec<ast_grep_core::NodeMatch<'_, StrDoc<Lang>>>| -> Vec<_> {
+            found.iter().map(|m| m.range()).collect()
+        };
+        let expected = ranges(
+            Visitor::new(&op.pattern)
+                .reentrant(false)
+                .visit(grep.root())
+                .collect(),
+        );
+        assert!(!expected.is_empty(), "{pat} in {source}");
+        assert_eq!(
+            ranges(find_matches(grep.root(), op, source)),
+            expected,
+            "{pat}"
+        );
+    }
+    assert_eq!(occurrences("aaaa", "aa"), vec![0, 1, 2]);
+    assert_eq!(occurrences("éaé", "é"), vec![0, 3]);
+    assert_eq!(occurrences("abc", "d"), Vec::<usize>::new());
+}
