@@ -464,18 +464,7 @@ fn load(
     .map_err(|error| error.kind)?;
     let definitions = tools
         .iter()
-        .map(|tool| {
-            let spec = tool.spec();
-            ToolDefinition {
-                name: spec.name.clone(),
-                label: spec.label.clone(),
-                description: spec.description.clone(),
-                parameters: spec.parameters.clone(),
-                hidden: spec.hidden,
-                deferrable: spec.deferrable,
-                hints: spec.hints.into(),
-            }
-        })
+        .map(|tool| ToolDefinition::of(tool.spec()))
         .collect();
     outgoing.send(&ChildMessage::Hello {
         api_version,

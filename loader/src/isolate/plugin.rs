@@ -192,16 +192,7 @@ impl PluginProcess {
             .iter()
             .cloned()
             .map(|def| IsolatedTool {
-                spec: ToolSpec {
-                    name: def.name,
-                    label: def.label,
-                    description: def.description,
-                    parameters: def.parameters,
-                    hidden: def.hidden,
-                    deferrable: def.deferrable,
-                    hints: def.hints.into(),
-                    origin: ToolOrigin::Plugin(path.clone()),
-                },
+                spec: def.into_spec(ToolOrigin::Plugin(path.clone())),
                 plugin: Arc::clone(&self.0),
             })
             .collect()

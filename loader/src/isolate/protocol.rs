@@ -36,51 +36,7 @@ pub(crate) fn codec() -> LengthDelimitedCodec {
         .new_codec()
 }
 
-/// One tool's static description, as the child reports it at the handshake (and as the
-/// definitions cache keeps it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ToolDefinition {
-    pub name: String,
-    pub label: String,
-    pub description: String,
-    pub parameters: Value,
-    pub hidden: bool,
-    pub deferrable: bool,
-    /// The tool's behaviour hints (each absent when the tool gives none).
-    #[serde(default)]
-    pub hints: Hints,
-}
-
-/// A tool's behaviour hints on the wire (see `ToolHints`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Hints {
-    pub read_only: Option<bool>,
-    pub destructive: Option<bool>,
-    pub idempotent: Option<bool>,
-    pub open_world: Option<bool>,
-}
-
-impl From<crate::tool::ToolHints> for Hints {
-    fn from(hints: crate::tool::ToolHints) -> Self {
-        Hints {
-            read_only: hints.read_only,
-            destructive: hints.destructive,
-            idempotent: hints.idempotent,
-            open_world: hints.open_world,
-        }
-    }
-}
-
-impl From<Hints> for crate::tool::ToolHints {
-    fn from(hints: Hints) -> Self {
-        crate::tool::ToolHints {
-            read_only: hints.read_only,
-            destructive: hints.destructive,
-            idempotent: hints.idempotent,
-            open_world: hints.open_world,
-        }
-    }
-}
+pub(crate) use crate::tool::definition::ToolDefinition;
 
 /// Host → child.
 #[derive(Debug, Serialize, Deserialize)]

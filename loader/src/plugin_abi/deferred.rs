@@ -21,7 +21,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{instantiate, KeepAliveSink, PluginTool, PushSink};
@@ -30,7 +29,8 @@ use crate::load::{CheckedFile, LoadError, PluginLibrary};
 use crate::messages::tool_no_longer_defined;
 use crate::plugin_log::PluginLogSink;
 use crate::store::BoxFuture;
-use crate::tool::{CallContext, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec};
+use crate::tool::definition::ToolDefinition;
+use crate::tool::{CallContext, Tool, ToolError, ToolOrigin, ToolSpec};
 use xcsh_plugin_api::AgentToolResult;
 
 /// The kind of the cache's entries (see [`PrivateCache::get`]).
@@ -50,7 +50,7 @@ impl InProcessDefinitions {
         let build = host_build()?;
         let cache = PrivateCache::for_user()?;
         let context = format!(
-            "xcsh in-process tool definitions 1\nloader: {build}\ncwd: {}\nstore: {store}",
+            "xcsh in-process tool definitions 2\nloader: {build}\ncwd: {}\nstore: {store}",
             cwd.display()
         );
         Some(Self { cache, context })
@@ -63,57 +63,6 @@ impl InProcessDefinitions {
             file.path().display(),
             file.stamp().key()
         )
-    }
-}
-
-/// One tool's definition as cached: its [`ToolSpec`] without the origin (the plugin's path,
-/// which is in the key).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct CachedTool {
-    name: String,
-    label: String,
-    description: String,
-    parameters: Value,
-    hidden: bool,
-    deferrable: bool,
-    read_only: Option<bool>,
-    destructive: Option<bool>,
-    idempotent: Option<bool>,
-    open_world: Option<bool>,
-}
-
-impl CachedTool {
-    fn of(spec: &ToolSpec) -> Self {
-        Self {
-            name: spec.name.clone(),
-            label: spec.label.clone(),
-            description: spec.description.clone(),
-            parameters: spec.parameters.clone(),
-            hidden: spec.hidden,
-            deferrable: spec.deferrable,
-            read_only: spec.hints.read_only,
-            destructive: spec.hints.destructive,
-            idempotent: spec.hints.idempotent,
-            open_world: spec.hints.open_world,
-        }
-    }
-
-    fn spec(self, origin: ToolOrigin) -> ToolSpec {
-        ToolSpec {
-            name: self.name,
-            label: self.label,
-            description: self.description,
-            parameters: self.parameters,
-            hidden: self.hidden,
-            deferrable: self.deferrable,
-            hints: ToolHints {
-                read_only: self.read_only,
-                destructive: self.destructive,
-                idempotent: self.idempotent,
-                open_world: self.open_world,
-            },
-            origin,
-        }
     }
 }
 
@@ -141,15 +90,16 @@ pub(crate) fn plugin_tools(
 ) -> Result<Vec<Arc<dyn Tool>>, LoadError> {
     let path = file.path().to_owned();
     let origin = ToolOrigin::Plugin(path.clone());
-    let key = cache.map(|cache| cache.key(file));
-    let cached = cache
-        .zip(key.as_deref())
-        .and_then(|(cache, key)| cache.cache.get::<Vec<CachedTool>>(KIND, key));
+    let cache = cache.map(|cache| (cache.clone(), cache.key(file)));
+    let cached: Option<Vec<ToolDefinition>> = cache
+        .as_ref()
+        .and_then(|(cache, key)| cache.cache.get(KIND, key));
     let plugin = Arc::new(DeferredPlugin {
         library,
         path,
         services,
-        cache: cache.cloned().zip(key),
+        cache,
+        cached: cached.clone(),
         tools: OnceLock::new(),
     });
     match cached {
@@ -157,7 +107,7 @@ pub(crate) fn plugin_tools(
             .into_iter()
             .map(|definition| {
                 Arc::new(DeferredTool {
-                    spec: definition.spec(origin.clone()),
+                    spec: definition.into_spec(origin.clone()),
                     plugin: Arc::clone(&plugin),
                 }) as Arc<dyn Tool>
             })
@@ -176,6 +126,8 @@ struct DeferredPlugin {
     services: Services,
     /// The cache and this plugin's key in it.
     cache: Option<(InProcessDefinitions, String)>,
+    /// What the cache held for it when the session was built (`None`: a miss).
+    cached: Option<Vec<ToolDefinition>>,
     /// The factory's tools, once it ran (or why it failed; it does not run again).
     tools: OnceLock<Result<Vec<Arc<PluginTool>>, LoadError>>,
 }
@@ -200,13 +152,12 @@ impl DeferredPlugin {
             })
             .collect();
             if let Some((cache, key)) = &self.cache {
-                let fresh: Vec<CachedTool> = tools
+                let fresh: Vec<ToolDefinition> = tools
                     .iter()
-                    .map(|tool| CachedTool::of(tool.spec()))
+                    .map(|tool| ToolDefinition::of(tool.spec()))
                     .collect();
-                let cached: Option<Vec<CachedTool>> = cache.cache.get(KIND, key);
-                if cached.as_ref() != Some(&fresh) {
-                    if cached.is_some() {
+                if self.cached.as_ref() != Some(&fresh) {
+                    if self.cached.is_some() {
                         tracing::info!(
                             "plugin {} defines other tools than its cached definitions; they \
                              are cached again, and listed by the next session",
@@ -254,9 +205,11 @@ impl Tool for DeferredTool {
         let plugin = &self.plugin;
         // The factory is plugin code, which may block: off the caller's runtime threads, as
         // the calls themselves are (unless calls are polled inline: then on the caller's).
-        let runtime = tokio::runtime::Handle::try_current().ok();
         let offload = plugin.tools.get().is_none() && !plugin.services.inline;
-        let (Some(runtime), true) = (runtime, offload) else {
+        let runtime = offload
+            .then(|| tokio::runtime::Handle::try_current().ok())
+            .flatten();
+        let Some(runtime) = runtime else {
             return match plugin.tool(&self.spec.name) {
                 Ok(tool) => tool.execute(tool_call_id, arguments, ctx),
                 Err(error) => Box::pin(std::future::ready(Err(error))),
@@ -276,12 +229,14 @@ impl Tool for DeferredTool {
 
     fn interrupted(&self, tool_call_id: &str) -> BoxFuture<Option<String>> {
         // Before the factory ran, no call of this plugin can have run.
-        match self.plugin.tools.get() {
-            Some(Ok(_)) => match self.plugin.tool(&self.spec.name) {
-                Ok(tool) => tool.interrupted(tool_call_id),
-                Err(_) => Box::pin(std::future::ready(None)),
-            },
-            _ => Box::pin(std::future::ready(None)),
+        let made = self
+            .plugin
+            .tools
+            .get()
+            .and_then(|tools| tools.as_ref().ok());
+        match made.and_then(|tools| tools.iter().find(|tool| tool.spec().name == self.spec.name)) {
+            Some(tool) => tool.interrupted(tool_call_id),
+            None => Box::pin(std::future::ready(None)),
         }
     }
 }

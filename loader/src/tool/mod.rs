@@ -3,6 +3,7 @@
 //! What a call gives back ([`ToolOutcome`]) and the options it takes ([`CallOptions`]) are
 //! here too, since `resolve` and the session both produce and take them.
 
+pub(crate) mod definition;
 mod outcome;
 mod progress;
 

@@ -1,0 +1,83 @@
+//! A tool's [`ToolSpec`] without its origin, in a serialisable form: what a plugin child
+//! reports at its handshake, and what the definitions caches (isolated and in-process) keep.
+//! One shape for both, so a tool is described the same way wherever it was learned.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{ToolHints, ToolOrigin, ToolSpec};
+
+/// One tool's static description, without where it comes from (the plugin's path, which the
+/// handshake's connection or the cache's key already names).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ToolDefinition {
+    pub name: String,
+    pub label: String,
+    pub description: String,
+    pub parameters: Value,
+    pub hidden: bool,
+    pub deferrable: bool,
+    /// The tool's behaviour hints (each absent when the tool gives none).
+    #[serde(default)]
+    pub hints: Hints,
+}
+
+/// A tool's behaviour hints, serialised (see [`ToolHints`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Hints {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+impl ToolDefinition {
+    /// `spec`'s definition.
+    pub(crate) fn of(spec: &ToolSpec) -> Self {
+        ToolDefinition {
+            name: spec.name.clone(),
+            label: spec.label.clone(),
+            description: spec.description.clone(),
+            parameters: spec.parameters.clone(),
+            hidden: spec.hidden,
+            deferrable: spec.deferrable,
+            hints: spec.hints.into(),
+        }
+    }
+
+    /// The spec of a tool so defined, coming from `origin`.
+    pub(crate) fn into_spec(self, origin: ToolOrigin) -> ToolSpec {
+        ToolSpec {
+            name: self.name,
+            label: self.label,
+            description: self.description,
+            parameters: self.parameters,
+            hidden: self.hidden,
+            deferrable: self.deferrable,
+            hints: self.hints.into(),
+            origin,
+        }
+    }
+}
+
+impl From<ToolHints> for Hints {
+    fn from(hints: ToolHints) -> Self {
+        Hints {
+            read_only: hints.read_only,
+            destructive: hints.destructive,
+            idempotent: hints.idempotent,
+            open_world: hints.open_world,
+        }
+    }
+}
+
+impl From<Hints> for ToolHints {
+    fn from(hints: Hints) -> Self {
+        ToolHints {
+            read_only: hints.read_only,
+            destructive: hints.destructive,
+            idempotent: hints.idempotent,
+            open_world: hints.open_world,
+        }
+    }
+}
