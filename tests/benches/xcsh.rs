@@ -453,7 +453,8 @@ fn load_child(kind: &str) {
     let dir = PathBuf::from(std::env::var_os(CHILD_DIR_ENV).expect("no directory"));
     let cwd = PathBuf::from(std::env::var_os(CHILD_CWD_ENV).expect("no cwd"));
     let sample = match kind {
-        "loader_cold" | "loader_warm" => load::with_loader(&cwd, &dir),
+        "loader_cold" | "loader_warm" => load::with_loader(&cwd, &dir, load::Plugins::Copies),
+        "loader_distinct" => load::with_loader(&cwd, &dir, load::Plugins::Distinct),
         "raw" => load::raw(&dir),
         other => Err(format!("unknown load kind {other}")),
     };
@@ -617,7 +618,7 @@ fn bench_load(bench: &mut Bench) {
     )
     .unwrap();
     flush_writes();
-    load_in_child("loader_warm", &distinct, &cwd, &cache);
+    load_in_child("loader_distinct", &distinct, &cwd, &cache);
     let per_distinct = |kind: &str| {
         let mut values: Vec<f64> = (0..DISTINCT_RUNS)
             .map(|_| {
@@ -628,7 +629,7 @@ fn bench_load(bench: &mut Bench) {
             .collect();
         median_of(&mut values)
     };
-    let (distinct_loader, distinct_raw) = (per_distinct("loader_warm"), per_distinct("raw"));
+    let (distinct_loader, distinct_raw) = (per_distinct("loader_distinct"), per_distinct("raw"));
     bench.rows.push(
         Row::new(
             "load",

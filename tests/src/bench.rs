@@ -418,10 +418,11 @@ pub mod load {
     }
 
     /// Load every plugin in `dir` with the loader: one session, `--plugin <dir>`, no default
-    /// directories. The copies all define the same tool, so every copy after the first must
-    /// end in exactly one `NameConflict` (loaded and instantiated, its tool not registered);
-    /// any other load error fails the measurement. The session stays alive until measured.
-    pub fn with_loader(cwd: &Path, dir: &Path) -> Result<LoadSample, String> {
+    /// directories. Copies of one plugin all define the same tool, so every copy after the
+    /// first must end in exactly one `NameConflict` (its tool not registered); distinct plugins
+    /// in none. Any other load error fails the measurement. The session stays alive until
+    /// measured.
+    pub fn with_loader(cwd: &Path, dir: &Path, plugins: Plugins) -> Result<LoadSample, String> {
         let n = plugin_files(dir).map_err(|e| e.to_string())?.len();
         let mut session = None;
         let sample = measure(n, || {
@@ -441,14 +442,25 @@ pub mod load {
             .filter(|e| !matches!(e.kind, LoadErrorKind::NameConflict { .. }))
             .collect();
         let conflicts = session.load_errors().len() - unexpected.len();
-        // Copies of one plugin (each after the first a name conflict) or distinct plugins.
-        let expected = conflicts == 0 || conflicts + 1 == n.max(1);
-        if !unexpected.is_empty() || !expected || session.tools().is_empty() {
+        let expected = match plugins {
+            Plugins::Copies => n.saturating_sub(1),
+            Plugins::Distinct => 0,
+        };
+        if !unexpected.is_empty() || conflicts != expected || session.tools().is_empty() {
             return Err(format!(
                 "loading {n} copies: {conflicts} name conflicts, unexpected: {unexpected:?}"
             ));
         }
         Ok(sample)
+    }
+
+    /// What a directory given to [`with_loader`] holds.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Plugins {
+        /// Byte-identical copies of one plugin ([`copy_plugin`]).
+        Copies,
+        /// Plugins with tools of their own (`idle::distinct_plugins`).
+        Distinct,
     }
 
     /// Load every plugin in `dir` with raw `libloading::Library::new` and look up the root

@@ -71,8 +71,21 @@ fn load_benchmark_loads_fresh_copies_both_ways() {
     let (ours, raw) = (root.path().join("ours"), root.path().join("raw"));
     assert_eq!(load::copy_plugin(&source, &ours, 2).unwrap().len(), 2);
     assert_eq!(load::copy_plugin(&source, &raw, 2).unwrap().len(), 2);
-    let sample = load::with_loader(&cwd, &ours).unwrap();
+    let sample = load::with_loader(&cwd, &ours, load::Plugins::Copies).unwrap();
     assert_eq!(sample.loaded, 2);
+    // Copies counted as distinct plugins are refused: one name conflict was not expected.
+    assert!(load::with_loader(&cwd, &ours, load::Plugins::Distinct).is_err());
+    // Distinct plugins (the per-plugin memory row): no conflict, and copies' rule refuses them.
+    let distinct = root.path().join("distinct");
+    xcsh_integration_tests::bench::idle::distinct_plugins(
+        &artifacts().plugin("fixture-bench"),
+        &distinct,
+        2,
+    )
+    .unwrap();
+    let sample = load::with_loader(&cwd, &distinct, load::Plugins::Distinct).unwrap();
+    assert_eq!(sample.loaded, 2);
+    assert!(load::with_loader(&cwd, &distinct, load::Plugins::Copies).is_err());
     assert!(sample.after.rss > 0 && sample.nanos > 0);
     assert!(sample.memory_added_kib() >= sample.rss_added_kib());
     let sample = load::raw(&raw).unwrap();
