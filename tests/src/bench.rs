@@ -240,6 +240,29 @@ pub mod calls {
         applied
     }
 
+    /// Start `command` (an `xcsh-plugins ... mcp` of `cli`) with its stdin and stdout piped,
+    /// its stderr dropped and killed on drop, and initialize an `rmcp` client on its stdio.
+    pub(crate) async fn serve_stdio(
+        mut command: tokio::process::Command,
+        cli: &Path,
+    ) -> Result<(RunningService<RoleClient, ()>, tokio::process::Child), String> {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", cli.display()))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("no stdio pipes".to_owned());
+        };
+        let client =
+            ().serve((stdout, stdin))
+                .await
+                .map_err(|e| format!("MCP initialize failed: {e}"))?;
+        Ok((client, child))
+    }
+
     /// `xcsh-plugins ... mcp` as a child process, with an `rmcp` client on its stdio.
     pub struct McpServer {
         client: RunningService<RoleClient, ()>,
@@ -252,27 +275,16 @@ pub mod calls {
         /// Needs a tokio runtime with IO enabled.
         pub async fn start(cli: &Path, plugin: &Path, cwd: &Path) -> Result<Self, String> {
             // In-process, as this row has always measured: the MCP transport's own cost.
-            let mut child = tokio::process::Command::new(cli)
+            let mut command = tokio::process::Command::new(cli);
+            command
                 .arg("--no-default-dirs")
                 .args(["--isolation", "in-process"])
                 .arg("--plugin")
                 .arg(plugin)
                 .arg("--cwd")
                 .arg(cwd)
-                .arg("mcp")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .kill_on_drop(true)
-                .spawn()
-                .map_err(|e| format!("cannot start {}: {e}", cli.display()))?;
-            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-                return Err("no stdio pipes".to_owned());
-            };
-            let client =
-                ().serve((stdout, stdin))
-                    .await
-                    .map_err(|e| format!("MCP initialize failed: {e}"))?;
+                .arg("mcp");
+            let (client, child) = serve_stdio(command, cli).await?;
             Ok(Self { client, child })
         }
 
@@ -942,15 +954,13 @@ pub mod idle {
     //! costs at its next call.
 
     use std::path::{Path, PathBuf};
-    use std::process::Stdio;
     use std::time::{Duration, Instant};
 
     use rmcp::model::CallToolRequestParams;
     use rmcp::service::{RoleClient, RunningService};
-    use rmcp::ServiceExt;
     use serde_json::Value;
 
-    use super::calls::{echo_args, mcp_text, ECHO, ECHO_TEXT};
+    use super::calls::{echo_args, mcp_text, serve_stdio, ECHO, ECHO_TEXT};
 
     /// Copy the `fixture-bench` plugin `source` to `n` distinct plugins in `dir` (0700), each
     /// with tools of its own: copy `NNN` has its number written over the plugin's copy marker
@@ -1043,21 +1053,8 @@ pub mod idle {
             if let Some(idle) = idle {
                 command.args(["--stop-idle-after", idle]);
             }
-            let mut child = command
-                .env("XCSH_CACHE_DIR", cache)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .kill_on_drop(true)
-                .spawn()
-                .map_err(|e| format!("cannot start {}: {e}", cli.display()))?;
-            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-                return Err("no stdio pipes".to_owned());
-            };
-            let client =
-                ().serve((stdout, stdin))
-                    .await
-                    .map_err(|e| format!("MCP initialize failed: {e}"))?;
+            command.env("XCSH_CACHE_DIR", cache);
+            let (client, child) = serve_stdio(command, cli).await?;
             Ok(Self { client, child })
         }
 
