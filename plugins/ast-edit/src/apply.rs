@@ -291,6 +291,8 @@ fn start_writeback(_file: &File) {
 }
 
 /// `fdatasync` one temporary file: its content and size are on disk before it is renamed.
+/// Opened again by path rather than kept open since it was written: an apply may touch more
+/// files than the process may hold open (`RLIMIT_NOFILE` is often 1024).
 fn sync_temp(temp: &PathBuf) -> std::io::Result<()> {
     OpenOptions::new().write(true).open(temp)?.sync_data()
 }
