@@ -63,7 +63,7 @@ pub mod tool;
 
 pub use isolate::Isolation;
 /// Compatibility paths of the flat layout: `xcsh_loader::library`, `::trust`, `::discovery`.
-pub use load::{discovery, open as library, trust};
+pub use load::{discovery, open as library, platform, plugin_folder, trust};
 pub use load::{LoadError, LoadErrorKind};
 pub use messages::{NO_PENDING_ACTION, RESOLVE_REMINDER, RESOLVE_TOOL_NAME, STORE_UNAVAILABLE};
 #[cfg(feature = "ast-edit")]

@@ -1,9 +1,12 @@
 //! Finding plugin files: explicit paths first, then `<cwd>/.xcsh/tools/`, then
-//! `~/.xcsh/agent/tools/`, each deduplicated by canonical path.
+//! `~/.xcsh/agent/tools/`, each deduplicated by canonical path. A multi-platform plugin
+//! folder (`*.xcsh-plugin`, see [`crate::load::plugin_folder`]) stands for this host's
+//! library in it, given explicitly or found in a plugin directory.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use crate::load::plugin_folder::{host_library, is_plugin_folder};
 use crate::load::{LoadError, LoadErrorKind};
 
 /// Where a candidate was found.
@@ -69,6 +72,13 @@ impl Discovery {
         let mut seen = HashSet::new();
         for path in self.explicit.iter().cloned() {
             match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_dir() && is_plugin_folder(&path) => add_folder(
+                    &path,
+                    CandidateSource::Explicit,
+                    &mut seen,
+                    &mut found,
+                    &mut errors,
+                ),
                 Ok(meta) if meta.is_dir() => {
                     scan_dir(
                         &path,
@@ -166,6 +176,20 @@ fn add(
     }
 }
 
+/// This host's library in the plugin folder `folder`, or the error saying why there is none.
+fn add_folder(
+    folder: &Path,
+    source: CandidateSource,
+    seen: &mut HashSet<PathBuf>,
+    found: &mut Vec<Candidate>,
+    errors: &mut Vec<LoadError>,
+) {
+    match host_library(folder) {
+        Ok(library) => add(&library, source, seen, found, errors),
+        Err(error) => errors.push(error),
+    }
+}
+
 fn scan_dir(
     dir: &Path,
     source: CandidateSource,
@@ -185,15 +209,28 @@ fn scan_dir(
             return;
         }
     };
-    let mut files: Vec<PathBuf> = entries
+    // Library files and plugin folders, in one order by name.
+    let mut files: Vec<(PathBuf, bool)> = entries
         .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().map(|t| t.is_file()).unwrap_or(false))
-        .filter(|entry| is_library_name(&entry.file_name()))
-        .map(|entry| entry.path())
+        .filter_map(|entry| {
+            let file_type = entry.file_type().ok()?;
+            let path = entry.path();
+            if file_type.is_file() && is_library_name(&entry.file_name()) {
+                Some((path, false))
+            } else if file_type.is_dir() && is_plugin_folder(&path) {
+                Some((path, true))
+            } else {
+                None
+            }
+        })
         .collect();
     files.sort();
-    for file in files {
-        add(&file, source, seen, found, errors);
+    for (path, folder) in files {
+        if folder {
+            add_folder(&path, source, seen, found, errors);
+        } else {
+            add(&path, source, seen, found, errors);
+        }
     }
 }
 
@@ -243,5 +280,53 @@ mod tests {
         assert_eq!(found[0].source, CandidateSource::Explicit);
         assert_eq!(errors.len(), 1);
         assert!(errors[0].to_string().contains("missing.so"));
+    }
+
+    #[test]
+    fn plugin_folders_stand_for_the_hosts_library() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cwd = tmp.path().join("proj");
+        let tools = project_dir(&cwd);
+        let host = crate::load::platform::HOST_TARGET;
+        let library = tools.join("a.xcsh-plugin").join(host).join(format!(
+            "{}a{}",
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        ));
+        std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+        std::fs::write(&library, b"x").unwrap();
+        let elsewhere = tools
+            .join("b.xcsh-plugin")
+            .join("riscv64gc-unknown-linux-gnu");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("libb.so"), b"x").unwrap();
+        // Not a plugin folder: a plain directory inside tools/ is not searched.
+        std::fs::create_dir_all(tools.join("c").join(host)).unwrap();
+        let discovery = Discovery {
+            explicit: vec![],
+            cwd: cwd.clone(),
+            home: None,
+            default_dirs: true,
+        };
+        let (found, errors) = discovery.candidates();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, library.canonicalize().unwrap());
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0]
+                .to_string()
+                .contains("it has: riscv64gc-unknown-linux-gnu"),
+            "{}",
+            errors[0]
+        );
+        // Given explicitly, the same.
+        let explicit = Discovery {
+            explicit: vec![tools.join("a.xcsh-plugin")],
+            cwd,
+            home: None,
+            default_dirs: false,
+        };
+        let (found, errors) = explicit.candidates();
+        assert_eq!((found.len(), errors.len()), (1, 0));
     }
 }

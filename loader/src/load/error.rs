@@ -36,6 +36,42 @@ pub enum LoadErrorKind {
         /// The dynamic loader's (or the header check's) complaint.
         cause: String,
     },
+    /// Built for another operating system or architecture than this host's, as its headers
+    /// say. Found before it is loaded: nothing of it ran.
+    #[error("{} {built_for} library{}; this host is {host}", article(built_for), format.as_ref().map(|f| format!(" ({f})")).unwrap_or_default())]
+    ForeignPlatform {
+        /// What it was built for: `aarch64 Linux`, `macOS arm64`, `universal (macOS x86_64,
+        /// macOS arm64)`.
+        built_for: String,
+        /// Its file format when this host's dynamic loader reads another (`Mach-O`, `PE`).
+        format: Option<String>,
+        /// What this host is: `x86_64 Linux`.
+        host: String,
+    },
+    /// A Linux library that needs a newer glibc than the one this process runs with. Found
+    /// before it is loaded: nothing of it ran.
+    #[error("needs glibc {needs}; this system has glibc {has}")]
+    NewerGlibc {
+        /// The newest `GLIBC_` version it needs (`2.39`).
+        needs: String,
+        /// The running glibc's version (`2.36`).
+        has: String,
+    },
+    /// A multi-platform plugin folder (`*.xcsh-plugin`) with no library for this host's
+    /// target triple.
+    #[error("no library for this host ({host}) in this plugin folder; {}", if available.is_empty() { "it has no library for any platform".to_owned() } else { format!("it has: {}", available.join(", ")) })]
+    NoLibraryForHost {
+        /// This host's target triple: the subfolder that was looked for.
+        host: String,
+        /// The target triples the folder has a library for.
+        available: Vec<String>,
+    },
+    /// A multi-platform plugin folder laid out so that which library to load is unclear.
+    #[error("invalid plugin folder: {cause}")]
+    PluginFolder {
+        /// What is wrong, and the fix.
+        cause: String,
+    },
     /// The library loads but exports no xcsh plugin root module.
     #[error("no xcsh plugin root module (build it with `xcsh_plugin_api::export_plugin!`)")]
     NoRootModule,
@@ -151,6 +187,8 @@ impl LoadError {
         match &self.kind {
             LoadErrorKind::IncompatibleVersion { .. } => format!("refusing to load: {}", self.kind),
             LoadErrorKind::SandboxRequired { .. } => format!("refusing to run: {}", self.kind),
+            LoadErrorKind::ForeignPlatform { .. } => format!("this is {}", self.kind),
+            LoadErrorKind::NewerGlibc { .. } => format!("it {}", self.kind),
             LoadErrorKind::Untrusted { .. } => format!(
                 "{}; review it, then trust it with: {}",
                 self.kind,
@@ -173,14 +211,31 @@ impl LoadError {
             LoadErrorKind::SandboxRequired { .. } => {
                 format!("refusing to run {}: {}", self.path.display(), self.kind)
             }
+            LoadErrorKind::ForeignPlatform { .. } => {
+                format!("{} is {}", self.path.display(), self.kind)
+            }
+            LoadErrorKind::NewerGlibc { .. } => format!("{} {}", self.path.display(), self.kind),
             _ => format!("{}: {}", self.path.display(), self.cause()),
         }
     }
 }
 
-/// The command that trusts `path` (quoted for a shell).
+/// "a" or "an" before `word`, as it is read aloud (`an x86_64`, `an aarch64`, `a macOS`).
+fn article(word: &str) -> &'static str {
+    match word.chars().next() {
+        Some('a' | 'e' | 'i' | 'o' | 'u' | 'x' | 'A' | 'E' | 'I' | 'O' | 'U') => "an",
+        _ => "a",
+    }
+}
+
+/// The command that trusts `path` (quoted for a shell). For this host's library in a
+/// multi-platform plugin folder, the folder: trusting it pins every platform's library.
 pub fn trust_command(path: &Path) -> String {
-    format!("xcsh-plugins trust {}", shell_quote(path))
+    let folder = path
+        .parent()
+        .and_then(Path::parent)
+        .filter(|folder| crate::load::plugin_folder::is_plugin_folder(folder));
+    format!("xcsh-plugins trust {}", shell_quote(folder.unwrap_or(path)))
 }
 
 #[cfg(test)]
@@ -221,6 +276,45 @@ mod tests {
                 oldest: "0.2.0".into(),
                 host: "0.3.0".into(),
             },
+        );
+        let foreign = LoadError::new(
+            "/p/libfoo.so",
+            LoadErrorKind::ForeignPlatform {
+                built_for: "macOS arm64".into(),
+                format: Some("Mach-O".into()),
+                host: "x86_64 Linux".into(),
+            },
+        );
+        assert_eq!(
+            foreign.to_string(),
+            "/p/libfoo.so is a macOS arm64 library (Mach-O); this host is x86_64 Linux"
+        );
+        let elf = LoadError::new(
+            "/p/libfoo.so",
+            LoadErrorKind::ForeignPlatform {
+                built_for: "aarch64 Linux".into(),
+                format: None,
+                host: "x86_64 Linux".into(),
+            },
+        );
+        assert_eq!(
+            elf.to_string(),
+            "/p/libfoo.so is an aarch64 Linux library; this host is x86_64 Linux"
+        );
+        let glibc = LoadError::new(
+            "/p/libfoo.so",
+            LoadErrorKind::NewerGlibc {
+                needs: "2.39".into(),
+                has: "2.36".into(),
+            },
+        );
+        assert_eq!(
+            glibc.to_string(),
+            "/p/libfoo.so needs glibc 2.39; this system has glibc 2.36"
+        );
+        assert_eq!(
+            glibc.cause(),
+            "it needs glibc 2.39; this system has glibc 2.36"
         );
         assert_eq!(
             version.to_string(),

@@ -1,9 +1,12 @@
 //! Finding and loading plugin libraries: discover → check → (trust) → open.
 //!
 //! - [`discovery`] lists candidate files, in the contract's order, deduplicated;
+//!   [`plugin_folder`] picks this host's library out of a multi-platform plugin folder;
 //! - `safety` checks a path and every directory above it (owner, mode, type, name) and opens
 //!   the file once, so everything after works on the object that was checked;
 //! - [`trust`] decides whether a project-local plugin may load (pinned by SHA-256);
+//! - [`platform`] reads what the library was built for (OS, architecture, glibc) and refuses
+//!   another platform's library before the dynamic loader sees it;
 //! - `preflight` checks the library's headers before the dynamic loader sees them;
 //! - [`open`] hands the checked object to the dynamic loader, checks the ABI and version,
 //!   and caches the result for the process;
@@ -17,6 +20,8 @@ pub(crate) mod cache;
 pub mod discovery;
 mod error;
 pub mod open;
+pub mod platform;
+pub mod plugin_folder;
 mod preflight;
 pub(crate) mod safety;
 pub mod trust;

@@ -41,6 +41,7 @@ use abi_stable::StableAbi;
 use xcsh_plugin_api::ffi::{ApiVersion, PluginModuleRef};
 
 use crate::load::cache::{host_build, PrivateCache};
+use crate::load::platform::check_platform;
 use crate::load::preflight::{build_id, check_library, read_api_marker, ApiMarker};
 use crate::load::safety::{open_plugin, FileStamp, Refusal};
 use crate::load::{LoadError, LoadErrorKind};
@@ -235,13 +236,16 @@ fn check_api_version(path: &Path, marker: ApiMarker) -> Result<ApiVersion, LoadE
     }
 }
 
-/// The checks a library passes before any of its code may run: headers that lie inside the
-/// file, and a version marker this host supports. Only the headers and the dynamic symbol
+/// The checks a library passes before any of its code may run: built for this platform,
+/// headers that lie inside the file, and a version marker this host supports. Only the headers and the dynamic symbol
 /// table are read.
 fn check_before_running<'data, R: object::ReadRef<'data>>(
     path: &Path,
     data: R,
 ) -> Result<ApiVersion, LoadError> {
+    // First what it was built for: another platform's library may not even parse as one of
+    // this platform's (a PE file), and "not for this host" is the more useful answer.
+    check_platform(data).map_err(|kind| LoadError::new(path, kind))?;
     check_library(data)
         .map_err(|cause| LoadError::new(path, LoadErrorKind::NotALibrary { cause }))?;
     check_api_version(path, read_api_marker(data))

@@ -148,10 +148,14 @@ impl FileStamp {
 /// stamp; nothing is read.
 pub(crate) fn open_plugin(path: &Path) -> Result<(std::fs::File, FileStamp), Refusal> {
     let suffix = std::env::consts::DLL_SUFFIX;
-    // Names need not be UTF-8: only the suffix is compared.
+    // Names need not be UTF-8: only the suffix is compared. Another platform's suffix passes
+    // too: such a library (a `.dylib` on Linux, in a plugin folder or given by mistake) is
+    // then refused by its headers, with what it was built for, or pinned by `trust`.
     let named_right = path.file_name().is_some_and(|n| {
         let n = n.as_encoded_bytes();
-        n.len() > suffix.len() && n.ends_with(suffix.as_bytes())
+        [suffix, ".so", ".dylib", ".dll"]
+            .iter()
+            .any(|suffix| n.len() > suffix.len() && n.ends_with(suffix.as_bytes()))
     });
     if !named_right {
         return Err(Refusal::Unsafe(format!(

@@ -1,7 +1,7 @@
 //! The operating-system calls behind loading, in one place: who we are, opening a file
 //! without following links, handing an already opened file (or a sealed in-memory copy) to
 //! the dynamic loader. Written on `rustix`; the only `unsafe` left is the `dlopen` itself
-//! (in `dl`) and glibc's `malloc_trim` (in `heap`), where every block says why it holds.
+//! (in `dl`), glibc's `malloc_trim` (in `heap`) and its version ([`glibc_version`]), where every block says why it holds.
 //!
 //! How a checked plugin reaches the dynamic loader ([`load`]):
 //! - [`LoadSource::Opened`]: the descriptor the checks were made on, through
@@ -50,6 +50,28 @@ pub(crate) fn open_no_follow(path: &Path) -> std::io::Result<File> {
         Mode::empty(),
     )?;
     Ok(File::from(fd))
+}
+
+/// The version of glibc this process runs with (`2.36`), read from glibc itself; `None` on
+/// any other C library.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub(crate) fn glibc_version() -> Option<String> {
+    // SAFETY: `gnu_get_libc_version` takes no arguments, has no preconditions and returns a
+    // pointer to a static, NUL-terminated string inside glibc that lives as long as the
+    // process and is never written.
+    let version = unsafe { libc::gnu_get_libc_version() };
+    if version.is_null() {
+        return None;
+    }
+    // SAFETY: non-null, NUL-terminated and static, as above; only read here.
+    let version = unsafe { std::ffi::CStr::from_ptr(version) };
+    version.to_str().ok().map(str::to_owned)
+}
+
+/// Not glibc: no glibc versions to compare.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub(crate) fn glibc_version() -> Option<String> {
+    None
 }
 
 /// What to hand to the dynamic loader.

@@ -4,12 +4,17 @@
 //! the ABI and version check, the factory, every tool's name, label, description and
 //! parameter schema. A directory stands for the plugin files in it, as with `--plugin DIR`.
 //! A plugin refused for its `xcsh-plugin-api` version still reports the version it was built
-//! against, and what to rebuild it against. Exit 1 on any problem.
+//! against, and what to rebuild it against. A library built for another platform gets how to
+//! build it for this one. A multi-platform plugin folder (`*.xcsh-plugin`) is checked library
+//! by library: this host's is loaded, the others' headers are read (their platform must be
+//! their subfolder's). Exit 1 on any problem.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 use xcsh_loader::library::{host_api_version, oldest_supported_api_version};
+use xcsh_loader::platform::{build_hint, read_headers, target_platform, HOST_TARGET};
+use xcsh_loader::plugin_folder::{is_plugin_folder, platform_libraries};
 use xcsh_loader::{LoadError, LoadErrorKind, Session, ToolOrigin};
 use xcsh_plugin_api::ffi::ApiVersion;
 
@@ -52,24 +57,103 @@ fn check_path(path: &Path, host: &HostOptions) -> Vec<FileCheck> {
     if !path.is_dir() {
         return vec![check_file(path, host)];
     }
-    match crate::trust::plugin_files(path) {
-        Ok(files) => files.iter().map(|file| check_file(file, host)).collect(),
-        Err(message) => vec![FileCheck {
-            path: path.display().to_string(),
-            ok: false,
-            api_version: None,
-            capabilities: None,
-            isolation: None,
-            sandbox: None,
-            confinement: None,
-            policy: None,
-            tools: Vec::new(),
-            problems: vec![format!(
-                "{message} (plugin files are named lib*{})",
-                std::env::consts::DLL_SUFFIX
-            )],
-        }],
+    if is_plugin_folder(path) {
+        return check_folder(path, host);
     }
+    match crate::trust::plugin_files(path) {
+        Ok(files) => files
+            .iter()
+            .flat_map(|file| match file.is_dir() {
+                true => check_folder(file, host),
+                false => vec![check_file(file, host)],
+            })
+            .collect(),
+        Err(message) => vec![problem(
+            path,
+            format!(
+                "{message} (plugin files are named lib*{}, plugin folders *{})",
+                std::env::consts::DLL_SUFFIX,
+                xcsh_loader::plugin_folder::PLUGIN_FOLDER_SUFFIX
+            ),
+        )],
+    }
+}
+
+/// A check that found only `message` about `path`.
+fn problem(path: &Path, message: String) -> FileCheck {
+    FileCheck {
+        path: path.display().to_string(),
+        problems: vec![message],
+        ..FileCheck::default()
+    }
+}
+
+/// Each platform's library in the plugin folder `folder`: this host's is loaded and checked
+/// as a plugin file is; the others by their headers. A folder without this host's library
+/// fails: it cannot load here.
+fn check_folder(folder: &Path, host: &HostOptions) -> Vec<FileCheck> {
+    let libraries = match platform_libraries(folder) {
+        Ok(libraries) => libraries,
+        Err(error) => return vec![problem(folder, error.cause())],
+    };
+    let mut checks: Vec<FileCheck> = libraries
+        .iter()
+        .map(|library| {
+            let mut check = if library.target == HOST_TARGET {
+                check_file(&library.path, host)
+            } else {
+                check_headers(&library.path, &library.target)
+            };
+            check.target = Some(library.target.clone());
+            check
+        })
+        .collect();
+    if !libraries
+        .iter()
+        .any(|library| library.target == HOST_TARGET)
+    {
+        let error = xcsh_loader::plugin_folder::host_library(folder)
+            .err()
+            .map_or_else(|| "no library for this host".to_owned(), |e| e.cause());
+        checks.push(problem(folder, error));
+    }
+    checks
+}
+
+/// Another platform's library of a plugin folder: built for the platform its subfolder names,
+/// with a version marker this host's API range knows. Never loaded.
+fn check_headers(library: &Path, target: &str) -> FileCheck {
+    let mut check = FileCheck {
+        path: library.display().to_string(),
+        ..FileCheck::default()
+    };
+    match read_headers(library) {
+        Ok(headers) => {
+            if let Some(expected) = target_platform(target) {
+                if expected != headers.built_for {
+                    check.problems.push(format!(
+                        "built for {}, but it is in the folder for {target} ({expected}): move it to the folder of its own target",
+                        headers.built_for
+                    ));
+                }
+            }
+            if headers.api_version.is_none() {
+                check.problems.push(
+                    "no xcsh-plugin-api version marker: not a plugin built with `export_plugin!`"
+                        .to_owned(),
+                );
+            }
+            check.capabilities = headers
+                .api_version
+                .as_deref()
+                .map(xcsh_plugin_api::capabilities_of);
+            check.api_version = headers.api_version;
+            check.built_for = Some(headers.built_for);
+        }
+        Err(error) => check.problems.push(error.cause()),
+    }
+    check.ok = check.problems.is_empty();
+    check
 }
 
 /// What to do about a plugin refused for its version: rebuild it against this host's API
@@ -165,6 +249,14 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
                     problems.push(format!("{cause}; {hint}"));
                 }
                 // A factory that could not read what it needs under the sandbox.
+                // Built for another platform: how to build it for this one.
+                None if matches!(
+                    error.kind(),
+                    LoadErrorKind::ForeignPlatform { .. } | LoadErrorKind::NewerGlibc { .. }
+                ) =>
+                {
+                    problems.push(format!("{cause}; {}", build_hint()));
+                }
                 None if isolated && xcsh_loader::messages::is_refused_access(&cause) => {
                     problems.push(format!(
                         "{cause}; {}",
@@ -218,6 +310,7 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
         policy,
         tools,
         problems,
+        ..FileCheck::default()
     }
 }
 

@@ -246,7 +246,7 @@ pub struct CheckReport {
 }
 
 /// What `check` found in one file.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileCheck {
     /// The file as given on the command line.
@@ -264,6 +264,13 @@ pub struct FileCheck {
     pub confinement: Option<Enforced>,
     /// What its process was allowed, under process isolation.
     pub policy: Option<PolicyReport>,
+    /// In a multi-platform plugin folder: the platform subfolder (target triple) it is in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Another platform's library of a plugin folder, checked by its headers only (never
+    /// loaded here): what it was built for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub built_for: Option<String>,
     pub tools: Vec<CheckedTool>,
     pub problems: Vec<String>,
 }

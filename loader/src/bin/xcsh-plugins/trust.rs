@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use xcsh_loader::discovery::is_library_name;
 use xcsh_loader::library::CheckedFile;
+use xcsh_loader::plugin_folder::{is_plugin_folder, platform_libraries};
 use xcsh_loader::trust::TrustStore;
 use xcsh_loader::LoadErrorKind;
 
@@ -42,17 +43,23 @@ fn open_store() -> Result<TrustStore, CliError> {
     TrustStore::for_home(&home).map_err(|e| CliError::Failure(e.to_string()))
 }
 
-/// The plugin files `path` stands for: itself, or the library files in a directory.
+/// The plugin files `path` stands for: itself, a plugin folder (`*.xcsh-plugin`), or the
+/// library files and plugin folders in a directory. Folders are left for the caller to open
+/// (see [`every_library`]).
 pub fn plugin_files(path: &Path) -> Result<Vec<PathBuf>, String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_dir() {
+    if !meta.is_dir() || is_plugin_folder(path) {
         return Ok(vec![path.to_owned()]);
     }
     let mut files: Vec<PathBuf> = std::fs::read_dir(path)
         .map_err(|e| format!("{}: {e}", path.display()))?
         .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
-        .filter(|entry| is_library_name(&entry.file_name()))
+        .filter(|entry| {
+            entry.file_type().is_ok_and(|t| {
+                (t.is_file() && is_library_name(&entry.file_name()))
+                    || (t.is_dir() && is_plugin_folder(&entry.path()))
+            })
+        })
         .map(|entry| entry.path())
         .collect();
     files.sort();
@@ -65,6 +72,27 @@ pub fn plugin_files(path: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
+/// The library files `files` stand for: a plugin folder stands for every platform's library
+/// in it (trust pins each, so the folder loads on each platform it is copied to).
+fn every_library(files: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
+    let mut libraries = Vec::new();
+    for file in files {
+        if !(file.is_dir() && is_plugin_folder(&file)) {
+            libraries.push(file);
+            continue;
+        }
+        let found = platform_libraries(&file).map_err(|e| e.to_string())?;
+        if found.is_empty() {
+            return Err(format!(
+                "{}: no library for any platform in this plugin folder",
+                file.display()
+            ));
+        }
+        libraries.extend(found.into_iter().map(|library| library.path));
+    }
+    Ok(libraries)
+}
+
 /// Record every plugin file `args` names; the paths that cannot be trusted are in the
 /// report's errors.
 pub fn trust(args: TrustArgs) -> Result<TrustReport, CliError> {
@@ -73,6 +101,7 @@ pub fn trust(args: TrustArgs) -> Result<TrustReport, CliError> {
     let mut errors = Vec::new();
     for path in &args.paths {
         let files = match plugin_files(&std::path::absolute(path).unwrap_or_else(|_| path.clone()))
+            .and_then(every_library)
         {
             Ok(files) => files,
             Err(message) => {

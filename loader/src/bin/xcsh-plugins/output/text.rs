@@ -153,7 +153,14 @@ impl Text for CheckReport {
 impl Text for FileCheck {
     fn write_text(&self, to: &mut Streams<'_>) -> io::Result<()> {
         let path = sanitize(&self.path);
-        if self.problems.is_empty() {
+        if let (Some(built_for), true) = (&self.built_for, self.problems.is_empty()) {
+            let version = self.api_version.as_deref().unwrap_or("?");
+            writeln!(
+                to.out,
+                "ok {path} ({}, xcsh-plugin-api {version}; another platform's library: its headers were checked, it was not loaded)",
+                sanitize(built_for)
+            )?;
+        } else if self.problems.is_empty() {
             let version = self.api_version.as_deref().unwrap_or("?");
             let isolation = self.isolation.as_deref().unwrap_or("?");
             let sandbox = self.sandbox.as_deref().unwrap_or("?");
