@@ -11,6 +11,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use xcsh_loader::plugin_folder::PLUGIN_FOLDER_SUFFIX;
+
 use crate::error::CliError;
 
 #[derive(Debug, Args)]
@@ -145,7 +147,9 @@ pub fn run(args: NewArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
             cargo_toml(&args.name, &api_source.dependency()),
         ),
         ("src/lib.rs", lib_rs(&crate_ident)),
-        (".gitignore", "target/\n".to_owned()),
+        ("build-plugin.sh", build_plugin_sh(&args.name, &crate_ident)),
+        ("README.md", readme_md(&args.name, &crate_ident)),
+        (".gitignore", "target/\ndist/\n".to_owned()),
     ];
     // Write into a temporary sibling and rename it into place, so a failure leaves nothing
     // half-written.
@@ -179,6 +183,11 @@ pub fn run(args: NewArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
         out,
         "  xcsh-plugins call --plugin target/release/{lib} {crate_ident} '{{\"name\":\"world\"}}'"
     )?;
+    writeln!(
+        out,
+        "  ./build-plugin.sh    # every platform, into dist/{}{PLUGIN_FOLDER_SUFFIX}/ (README.md: how to ship it)",
+        args.name
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -192,6 +201,12 @@ fn write_files(dir: &Path, files: &[(&str, String)]) -> Result<(), String> {
         }
         std::fs::write(&target, content)
             .map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+        #[cfg(unix)]
+        if relative.ends_with(".sh") {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
+                .map_err(|e| format!("cannot make {} executable: {e}", target.display()))?;
+        }
     }
     Ok(())
 }
@@ -209,6 +224,86 @@ fn tempfile_dir(parent: &Path) -> Result<PathBuf, String> {
         "cannot find a free temporary name in {}",
         parent.display()
     ))
+}
+
+/// The recipe that builds the plugin for every platform into one multi-platform plugin folder
+/// (`dist/NAME.xcsh-plugin/<triple>/`), with cargo-zigbuild: it links for macOS and aarch64
+/// from any machine, and pins glibc 2.17 on Linux, so the library loads on old systems too.
+fn build_plugin_sh(name: &str, ident: &str) -> String {
+    format!(
+        r#"#!/usr/bin/env bash
+# Build this plugin for every platform xcsh runs on, into one multi-platform plugin folder:
+#   dist/{name}{PLUGIN_FOLDER_SUFFIX}/<target triple>/lib{ident}.so (or .dylib)
+# which xcsh-plugins, its MCP server and the Node binding load as one plugin, picking this
+# machine's library. Usage: ./build-plugin.sh [TRIPLE...] (default: the four below).
+# Needs rustup, and cargo-zigbuild with zig (`pip install cargo-zigbuild ziglang`), which link
+# for other platforms and pin glibc 2.17 on Linux. macOS builds link here but run only on a Mac.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+targets=("$@")
+if [ ${{#targets[@]}} -eq 0 ]; then
+    targets=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-apple-darwin aarch64-apple-darwin)
+fi
+if ! cargo zigbuild --help >/dev/null 2>&1; then
+    echo "build-plugin.sh: cargo-zigbuild is not installed: pip install cargo-zigbuild ziglang" >&2
+    exit 1
+fi
+target_dir="${{CARGO_TARGET_DIR:-target}}"
+folder="dist/{name}{PLUGIN_FOLDER_SUFFIX}"
+# Built into a staging folder, then moved into place: an interrupted or failed build leaves
+# the previous folder as it was.
+staging="dist/.{name}{PLUGIN_FOLDER_SUFFIX}.$$"
+trap 'rm -rf "$staging"' EXIT
+mkdir -p "$staging"
+for target in "${{targets[@]}}"; do
+    case "$target" in
+        *-linux-gnu) zig_target="$target.2.17"; library="lib{ident}.so" ;;
+        *-apple-darwin) zig_target="$target"; library="lib{ident}.dylib" ;;
+        *) echo "build-plugin.sh: $target is not a platform xcsh ships for" >&2; exit 2 ;;
+    esac
+    rustup target add "$target" >/dev/null 2>&1 || true
+    cargo zigbuild --release --target "$zig_target"
+    mkdir -p "$staging/$target"
+    cp "$target_dir/$target/release/$library" "$staging/$target/$library"
+done
+rm -rf "$folder"
+mv "$staging" "$folder"
+echo "built $folder:"
+ls "$folder"
+"#
+    )
+}
+
+/// How to build and ship the plugin.
+fn readme_md(name: &str, ident: &str) -> String {
+    format!(
+        r#"# {name}
+
+An xcsh tool plugin.
+
+```sh
+cargo build --release && cargo test
+xcsh-plugins check target/release/lib{ident}.so
+```
+
+## Ship it for every platform
+
+```sh
+pip install cargo-zigbuild ziglang     # once: links for other platforms, pins glibc 2.17
+./build-plugin.sh                      # or name targets: ./build-plugin.sh x86_64-unknown-linux-gnu
+xcsh-plugins check dist/{name}{PLUGIN_FOLDER_SUFFIX}  # each platform's library
+```
+
+`dist/{name}{PLUGIN_FOLDER_SUFFIX}/` holds one subfolder per target (`x86_64-unknown-linux-gnu`,
+`aarch64-unknown-linux-gnu`, `x86_64-apple-darwin`, `aarch64-apple-darwin`), each with that
+platform's library. Ship the whole folder: copy it into a project's `.xcsh/tools/` (then
+`xcsh-plugins trust .xcsh/tools/{name}{PLUGIN_FOLDER_SUFFIX}`, which pins every library in
+it) or `~/.xcsh/agent/tools/`, or name it with `--plugin` or in the Node binding's `plugins`.
+Each machine loads its own platform's library and ignores the others. The Linux libraries
+need glibc 2.17 or later.
+"#
+    )
 }
 
 fn cargo_toml(name: &str, api_source: &str) -> String {
