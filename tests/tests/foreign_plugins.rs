@@ -2,7 +2,8 @@
 //! folders (`*.xcsh-plugin`) load this host's library, on real files: an aarch64 Linux
 //! library, a macOS library renamed `.so`, and a library that needs a newer glibc, each
 //! refused with what it was built for and what this host runs, in `check` (with how to build
-//! for this host), `list`, a session in both isolation modes, over MCP and in the Node binding.
+//! for this host), `list`, a session in both isolation modes, over MCP and in the Node binding;
+//! a plugin folder through `--plugin`, `check`, `trust` and the binding's `plugins`.
 //!
 //! The foreign libraries are real cross builds of the sample plugin when `.ci/run` made them
 //! (`XCSH_CROSS_PLUGIN_DIR/<triple>/libbatch_rename.{so,dylib}`; `XCSH_REQUIRE_CROSS_PLUGINS=1`
@@ -307,6 +308,10 @@ const {{ PendingActionStore, runtimeApi }} = require({seed:?});
     console.log(JSON.stringify(factory.loadErrors.map((e) => e.message)));
     await factory.close();
   }}
+  const folder = nativeToolFactory({{ plugins: [{folder:?}], defaultDirs: false }});
+  const tools = await folder(runtimeApi({cwd:?}, new PendingActionStore(), {{ warn() {{}} }}));
+  console.log(JSON.stringify({{ folder: tools.map((t) => t.name), errors: folder.loadErrors.length }}));
+  await folder.close();
 }})().catch((e) => {{ console.error(e); process.exit(1); }});"#,
         package = node::package_dir().display().to_string(),
         seed = node::package_dir()
@@ -315,19 +320,25 @@ const {{ PendingActionStore, runtimeApi }} = require({seed:?});
             .to_string(),
         plugins = serde_json::to_string(&plugins).unwrap(),
         cwd = dir.path().display().to_string(),
+        folder = plugin_folder(dir.path(), &foreign).display().to_string(),
     );
     let output = node::run(&node_bin, &["-e", &script], dir.path());
     node::assert_success("the binding's load", &output);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let wanted: Vec<&str> = foreign.iter().map(|f| f.message.as_str()).collect();
-    let lines: Vec<Vec<String>> = stdout
+    let lines: Vec<serde_json::Value> = stdout
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
-    assert_eq!(lines.len(), 2, "{stdout}");
-    for line in lines {
-        assert_eq!(line, wanted);
+    assert_eq!(lines.len(), 3, "{stdout}");
+    for line in &lines[..2] {
+        assert_eq!(*line, serde_json::json!(wanted));
     }
+    // A plugin folder in `plugins`: this host's library loads, the others are ignored.
+    assert_eq!(
+        lines[2],
+        serde_json::json!({"folder": ["batch_rename_preview"], "errors": 0})
+    );
 }
 
 /// A plugin folder holding this host's real sample plugin and the foreign libraries under
