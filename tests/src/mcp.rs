@@ -249,3 +249,44 @@ impl ListChanges {
         assert!(arrived.is_ok(), "no notifications/tools/list_changed came");
     }
 }
+
+/// A client that keeps every log message (`notifications/message`) the server sends.
+#[allow(deprecated)] // MCP logging: deprecated by SEP-2577 in rmcp, still what clients show.
+#[derive(Clone, Default)]
+pub struct LogRecorder {
+    messages: Arc<Mutex<Vec<rmcp::model::LoggingMessageNotificationParam>>>,
+}
+
+#[allow(deprecated)] // MCP logging: deprecated by SEP-2577 in rmcp, still what clients show.
+impl ClientHandler for LogRecorder {
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.messages.lock().unwrap().push(params);
+    }
+}
+
+#[allow(deprecated)] // As above.
+impl LogRecorder {
+    /// Wait (up to [`PATIENCE`]) until `count` messages arrived, and return every one so far;
+    /// fails the test if fewer came.
+    pub async fn wait_for(
+        &self,
+        count: usize,
+    ) -> Vec<rmcp::model::LoggingMessageNotificationParam> {
+        let arrived = tokio::time::timeout(PATIENCE, async {
+            while self.messages.lock().unwrap().len() < count {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        let messages = self.messages.lock().unwrap().clone();
+        assert!(
+            arrived.is_ok(),
+            "{count} log message(s) expected, got {messages:?}"
+        );
+        messages
+    }
+}

@@ -16,13 +16,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use rmcp::model::LoggingMessageNotificationParam;
-use rmcp::service::{NotificationContext, RoleClient};
-use rmcp::ClientHandler;
-use xcsh_integration_tests::mcp::{McpServerProcess, PATIENCE};
+use xcsh_integration_tests::mcp::{LogRecorder, McpServerProcess};
 use xcsh_integration_tests::{artifacts, node, plugin};
 use xcsh_loader::platform::{host_platform, HOST_TARGET};
 use xcsh_loader::{Isolation, Session};
@@ -233,22 +228,6 @@ fn list_and_sessions_in_both_isolation_modes_refuse_with_the_named_error() {
     }
 }
 
-/// A client that keeps every log message the server sends.
-#[derive(Clone, Default)]
-struct LogRecorder {
-    messages: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
-}
-
-impl ClientHandler for LogRecorder {
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.messages.lock().unwrap().push(params);
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_client_gets_the_named_errors_as_load_messages() {
     let dir = tempfile::tempdir().unwrap();
@@ -264,14 +243,7 @@ async fn an_mcp_client_gets_the_named_errors_as_load_messages() {
     }
     let recorder = LogRecorder::default();
     let server = McpServerProcess::start_with_handler(args, recorder.clone()).await;
-    let arrived = tokio::time::timeout(PATIENCE, async {
-        while recorder.messages.lock().unwrap().len() < foreign.len() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    let messages = recorder.messages.lock().unwrap().clone();
-    assert!(arrived.is_ok(), "{messages:?}");
+    let messages = recorder.wait_for(foreign.len()).await;
     let texts: Vec<&str> = messages
         .iter()
         .filter_map(|m| m.data["message"].as_str())

@@ -9,48 +9,11 @@
 
 use std::ffi::OsString;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
-use rmcp::service::{NotificationContext, RoleClient};
-use rmcp::ClientHandler;
+use rmcp::model::LoggingLevel;
 use serde_json::json;
-use xcsh_integration_tests::mcp::{McpServerProcess, PATIENCE};
+use xcsh_integration_tests::mcp::{LogRecorder, McpServerProcess, PATIENCE};
 use xcsh_integration_tests::{artifacts, plugin};
-
-/// A client that keeps every log message the server sends.
-#[derive(Clone, Default)]
-struct LogRecorder {
-    messages: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
-}
-
-impl ClientHandler for LogRecorder {
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.messages.lock().unwrap().push(params);
-    }
-}
-
-impl LogRecorder {
-    async fn wait_for(&self, count: usize) -> Vec<LoggingMessageNotificationParam> {
-        let arrived = tokio::time::timeout(PATIENCE, async {
-            while self.messages.lock().unwrap().len() < count {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
-        let messages = self.messages.lock().unwrap().clone();
-        assert!(
-            arrived.is_ok(),
-            "{count} log message(s) expected, got {messages:?}"
-        );
-        messages
-    }
-}
 
 fn args(dir: &std::path::Path, extra: &[&str]) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec![

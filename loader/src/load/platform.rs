@@ -132,6 +132,17 @@ struct BuiltFor {
     platforms: Vec<Platform>,
 }
 
+impl BuiltFor {
+    /// `macOS arm64`, or for a universal file `universal (macOS x86_64, macOS arm64)`.
+    fn describe(&self) -> String {
+        let described: Vec<String> = self.platforms.iter().map(Platform::describe).collect();
+        match described.as_slice() {
+            [one] => one.clone(),
+            many => format!("universal ({})", many.join(", ")),
+        }
+    }
+}
+
 /// Read what `data` was built for. `None` when the headers are not of a format named here
 /// (the header check says what is wrong with such a file).
 fn built_for<'data, R: ReadRef<'data>>(data: R) -> Option<BuiltFor> {
@@ -289,13 +300,8 @@ pub(crate) fn check_platform<'data, R: ReadRef<'data>>(data: R) -> Result<(), Lo
     };
     let host = Platform::host();
     if !built.platforms.contains(&host) {
-        let described: Vec<String> = built.platforms.iter().map(Platform::describe).collect();
-        let built_for = match described.as_slice() {
-            [one] => one.clone(),
-            many => format!("universal ({})", many.join(", ")),
-        };
         return Err(LoadErrorKind::ForeignPlatform {
-            built_for,
+            built_for: built.describe(),
             format: (built.format != Format::host()).then(|| built.format.name().to_owned()),
             host: host.describe(),
         });
@@ -381,16 +387,12 @@ pub fn read_headers(path: &std::path::Path) -> Result<LibraryHeaders, crate::Loa
             cause: "not an ELF, Mach-O or PE file".to_owned(),
         })
     })?;
-    let described: Vec<String> = built.platforms.iter().map(Platform::describe).collect();
     let api_version = match crate::load::preflight::read_api_marker(data) {
         crate::load::preflight::ApiMarker::Version(version) => Some(version),
         _ => None,
     };
     Ok(LibraryHeaders {
-        built_for: match described.as_slice() {
-            [one] => one.clone(),
-            many => format!("universal ({})", many.join(", ")),
-        },
+        built_for: built.describe(),
         api_version,
     })
 }
