@@ -29,13 +29,12 @@ use xcsh_plugin_api::AgentToolResult;
 use super::protocol::{
     FrameReader, FrameWriter, HostMessage, Resolution, ToolDefinition, PROTOCOL_VERSION,
 };
-use super::GRACE_PERIOD;
 use crate::load::{LoadError, LoadErrorKind};
 use crate::plugin_log::{PluginLogLevel, PluginLogSink};
 use crate::store::PendingActionSink;
 use crate::sys::sandbox::{Confinement, SandboxPolicy};
 use crate::sys::spawn::{describe_exit, inherit_and_die_with_parent};
-use crate::tool::{CancelToken, UpdateSink};
+use crate::tool::{CancelToken, UpdateSink, GRACE_PERIOD};
 
 /// How long writing one frame to a child may block before the child is given up on.
 const WRITE_LIMIT: Duration = Duration::from_secs(5);

@@ -28,12 +28,11 @@ mod proxy;
 #[cfg(target_os = "linux")]
 mod reader;
 
+#[cfg(target_os = "linux")]
 use std::path::PathBuf;
 
 #[cfg(target_os = "linux")]
 pub use child::child_main;
-
-pub(crate) use crate::tool::GRACE_PERIOD;
 
 /// The environment variable naming the `xcsh-plugin-host` executable.
 pub const PLUGIN_HOST_ENV: &str = "XCSH_PLUGIN_HOST";

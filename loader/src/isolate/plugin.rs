@@ -27,7 +27,6 @@ use xcsh_plugin_api::AgentToolResult;
 use super::connection::{background, CallEnd, Connection, Hello};
 pub(crate) use super::connection::{Launch, SessionLinks};
 use super::protocol::{HostMessage, ToolDefinition};
-use super::GRACE_PERIOD;
 use crate::load::open::still_as_checked;
 use crate::load::{CheckedFile, LoadError, LoadErrorKind};
 use crate::messages::{
@@ -35,7 +34,7 @@ use crate::messages::{
 };
 use crate::store::BoxFuture;
 use crate::sys::sandbox::Confinement;
-use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec};
+use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec, GRACE_PERIOD};
 
 /// Told that `plugin`'s idle process was stopped; the definitions are what its last
 /// handshake reported (what the session registered).

@@ -356,7 +356,7 @@ impl SessionBuilder {
             steering,
             _reminders: reminders,
             default_timeout: self.default_timeout,
-            watch: Watch::new(self.discovery.home.clone()),
+            watch: Watch::default(),
             #[cfg(target_os = "linux")]
             children: Default::default(),
             #[cfg(target_os = "linux")]
@@ -472,6 +472,7 @@ impl SessionBuilder {
             host,
             definitions,
             idle: self.idle.clone(),
+            home: self.discovery.home.clone(),
             sandbox,
             temp_dir,
             require_sandbox: self.require_sandbox,

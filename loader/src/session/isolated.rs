@@ -44,6 +44,8 @@ pub(super) struct ProcessSettings {
     pub(super) definitions: Option<DefinitionsCache>,
     /// When each plugin's idle process is stopped.
     pub(super) idle: super::idle::IdlePolicy,
+    /// Where project-plugin trust is read from when a plugin is started again (a reload).
+    pub(super) home: Option<PathBuf>,
 }
 
 /// A plugin being started: its child, or its definitions from the cache.

@@ -5,7 +5,7 @@
 //! keeps running on the version it found while later calls see the new one.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use xcsh_plugin_api::checks::{check_tool_name, compile_schema};
@@ -35,10 +35,6 @@ fn origin_path(spec: &ToolSpec) -> PathBuf {
         ToolOrigin::Plugin(path) => path.clone(),
         ToolOrigin::Builtin => PathBuf::from("<builtin>"),
     }
-}
-
-fn is_from(registered: &Registered, path: &Path) -> bool {
-    matches!(&registered.tool.spec().origin, ToolOrigin::Plugin(p) if p == path)
 }
 
 impl Registry {
@@ -100,16 +96,24 @@ impl Registry {
         self.generation += 1;
         Ok(())
     }
+}
 
+// Only a reload replaces a plugin's tools, and only plugins under process isolation (Linux)
+// are reloaded.
+#[cfg(target_os = "linux")]
+impl Registry {
     /// This registry with the tools of the plugin at `path` replaced by `tools`, in the place
     /// the old ones had (at the end when it had none). A new tool whose name another plugin
     /// already uses is left out, with its error: tools that were there first keep their
     /// names. Also says whether the tools the plugin offers changed.
     pub(super) fn with_plugin_replaced(
         &self,
-        path: &Path,
+        path: &std::path::Path,
         tools: Vec<Arc<dyn Tool>>,
     ) -> (Registry, Vec<LoadError>, bool) {
+        fn is_from(registered: &Registered, path: &std::path::Path) -> bool {
+            matches!(&registered.tool.spec().origin, ToolOrigin::Plugin(p) if p == path)
+        }
         let place = self
             .tools
             .iter()

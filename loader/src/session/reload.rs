@@ -31,7 +31,7 @@ use crate::load::LoadError;
 use crate::tool::ToolOrigin;
 
 use super::registry::Registered;
-use super::Session;
+use super::{lock, Session};
 
 /// How long a changed plugin file must have stayed unchanged before it is loaded.
 pub const SETTLE: Duration = Duration::from_millis(300);
@@ -129,23 +129,9 @@ pub(super) struct Watch {
     any_isolated: bool,
     #[cfg(target_os = "linux")]
     pub(super) processes: Option<Arc<super::isolated::ProcessSettings>>,
-    /// Where project-plugin trust is read from on each reload.
-    pub(super) home: Option<PathBuf>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Watch {
-    /// Nothing watched yet; project-plugin trust will be read under `home`.
-    pub(super) fn new(home: Option<PathBuf>) -> Self {
-        Self {
-            home,
-            ..Self::default()
-        }
-    }
-
     /// Watch `candidate`, stamped as `seen` right before it was first loaded.
     pub(super) fn add(
         &mut self,
@@ -347,7 +333,7 @@ impl Session {
         let Some(settings) = self.watch.processes.clone() else {
             return Err(fail("this session starts no plugin processes".to_owned()));
         };
-        let home = self.watch.home.clone();
+        let home = settings.home.clone();
         let job = candidate.clone();
         crate::isolate::plugin::run_blocking(move || {
             let mut loader = super::builder::Loader::new(home, None, false);

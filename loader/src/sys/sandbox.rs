@@ -17,7 +17,7 @@
 //! silently assumed. Resource limits apply to the whole process.
 
 use std::ffi::{OsStr, OsString};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -137,6 +137,7 @@ pub const PROC_READABLE: &[&str] = &[
 /// Files in `/etc` that are often symbolic links out of it (to `/run/systemd/resolve/` and
 /// the like): the directory each one resolves to is readable too, so name resolution and
 /// time zones keep working.
+#[cfg(target_os = "linux")]
 const SYSTEM_LINKS: &[&str] = &["/etc/resolv.conf", "/etc/hosts", "/etc/localtime"];
 
 /// Whether `name` is one a `--pass-env` pattern names: the same name, or, for a pattern
@@ -189,6 +190,7 @@ impl SandboxPolicy {
     /// What a plugin process may read besides `writable`: [`SYSTEM_READABLE`],
     /// [`PROC_READABLE`] (`/proc/self` opens as this very process's directory: call it in the
     /// process that confines itself), where the [`SYSTEM_LINKS`] resolve to, and `readable`.
+    #[cfg(target_os = "linux")]
     fn read_rules(&self) -> Vec<PathBuf> {
         let mut paths: Vec<PathBuf> = SYSTEM_READABLE
             .iter()
@@ -197,7 +199,7 @@ impl SandboxPolicy {
             .collect();
         for link in SYSTEM_LINKS {
             let resolved = std::fs::canonicalize(link).ok();
-            if let Some(dir) = resolved.as_deref().and_then(Path::parent) {
+            if let Some(dir) = resolved.as_deref().and_then(std::path::Path::parent) {
                 if !SYSTEM_READABLE.iter().any(|system| dir.starts_with(system)) {
                     paths.push(dir.to_owned());
                 }

@@ -517,9 +517,17 @@ mod tests {
     }
 
     /// The README's command lines, each cut into words as a shell would (quotes, `\`
-    /// continuations, a trailing `# comment`, and what follows `&&`, `|`, `>`).
-    fn readme_command_lines() -> Vec<Vec<String>> {
-        let readme = include_str!("../../../../README.md");
+    /// continuations, a trailing `# comment`, and what follows `&&`, `|`, `>`). `None` for a
+    /// copy of this crate outside the repository (a published one), which has no README of the
+    /// project: it is read when the test runs rather than compiled in, so that such a copy
+    /// still builds its tests.
+    fn readme_command_lines() -> Option<Vec<Vec<String>>> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+        if !root.join("Cargo.toml").is_file() {
+            return None;
+        }
+        let readme = std::fs::read_to_string(root.join("README.md"))
+            .expect("the repository's README.md is readable");
         let mut in_shell = false;
         let mut lines: Vec<String> = Vec::new();
         let mut pending = String::new();
@@ -552,7 +560,7 @@ mod tests {
                 }
             }
         }
-        commands
+        Some(commands)
     }
 
     /// Shell words: single and double quotes group, anything else splits on spaces.
@@ -578,7 +586,10 @@ mod tests {
 
     #[test]
     fn every_command_line_in_the_readme_parses() {
-        let commands = readme_command_lines();
+        let Some(commands) = readme_command_lines() else {
+            eprintln!("skipped: no repository around this crate, so no README to check");
+            return;
+        };
         assert!(commands.len() >= 10, "{commands:?}");
         for command_line in commands {
             let matches = command().try_get_matches_from(&command_line);
