@@ -14,8 +14,8 @@ use xcsh_integration_tests::{artifacts, workspace_root};
 use xcsh_loader::platform::HOST_TARGET;
 
 fn zigbuild_available() -> bool {
-    Command::new("cargo")
-        .args(["zigbuild", "--help"])
+    Command::new("cargo-zigbuild")
+        .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success())
 }

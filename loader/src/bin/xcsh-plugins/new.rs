@@ -245,7 +245,7 @@ targets=("$@")
 if [ ${{#targets[@]}} -eq 0 ]; then
     targets=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-apple-darwin aarch64-apple-darwin)
 fi
-if ! cargo zigbuild --help >/dev/null 2>&1; then
+if ! command -v cargo-zigbuild >/dev/null 2>&1; then
     echo "build-plugin.sh: cargo-zigbuild is not installed: pip install cargo-zigbuild ziglang" >&2
     exit 1
 fi
@@ -263,7 +263,9 @@ for target in "${{targets[@]}}"; do
         *) echo "build-plugin.sh: $target is not a platform xcsh ships for" >&2; exit 2 ;;
     esac
     rustup target add "$target" >/dev/null 2>&1 || true
-    cargo zigbuild --release --target "$zig_target"
+    # The cdylib alone: built beside the rlib (for `cargo test`), a macOS library linked by
+    # zig would export every Rust symbol of the crate instead of the plugin's few.
+    cargo-zigbuild rustc --release --lib --crate-type cdylib --target "$zig_target"
     mkdir -p "$staging/$target"
     cp "$target_dir/$target/release/$library" "$staging/$target/$library"
 done
