@@ -300,6 +300,24 @@ mod tests {
             .contains("not an object file"));
     }
 
+    /// A Mach-O dylib whose last segment has no sections, as every linked dylib's
+    /// `__LINKEDIT` does: the reader must accept it (it did not without object's `unaligned`).
+    #[test]
+    fn a_macho_dylib_with_a_sectionless_segment_is_sound() {
+        let mut bytes = Vec::new();
+        // mach_header_64: magic, CPU_TYPE_ARM64, subtype, MH_DYLIB, 1 command of 72 bytes.
+        for word in [0xfeed_facf_u32, 0x0100_000c, 0, 6, 1, 72, 0, 0] {
+            bytes.extend_from_slice(&word.to_le_bytes());
+        }
+        // segment_command_64: LC_SEGMENT_64, 72 bytes, "__LINKEDIT", all sizes 0, no sections.
+        bytes.extend_from_slice(&0x19u32.to_le_bytes());
+        bytes.extend_from_slice(&72u32.to_le_bytes());
+        bytes.extend_from_slice(b"__LINKEDIT\0\0\0\0\0\0");
+        bytes.extend_from_slice(&[0; 72 - 24]);
+        assert_eq!(bytes.len(), 32 + 72);
+        assert_eq!(check_library(bytes.as_slice()), Ok(()));
+    }
+
     #[test]
     fn the_running_test_binary_is_not_a_shared_library_or_is_sound() {
         // Test executables are PIE (kind Executable or Dynamic depending on the toolchain): the
