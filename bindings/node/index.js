@@ -10,6 +10,8 @@
 const fs = require("node:fs");
 const path = require("node:path");
 
+const platform = require("./platform.js");
+
 const ADDON_ENV = "XCSH_NATIVE_PLUGINS_ADDON";
 const HOST_BIN = "xcsh-plugin-host";
 const OPTION_NAMES = [
@@ -30,33 +32,37 @@ const ISOLATION_MODES = ["process", "in-process"];
 const APPROVAL_TIERS = ["read", "write", "exec"];
 const LOAD_MODES = ["essential", "discoverable"];
 
-/// Where the addon may be: the packed package's copy, then a cargo build of this repository.
-function addonCandidates() {
-  const repoTarget = path.join(__dirname, "..", "..", "target");
-  return [
-    path.join(__dirname, "native", "xcsh_native_plugins.node"),
-    path.join(repoTarget, "release", "libxcsh_native_plugins.so"),
-    path.join(repoTarget, "debug", "libxcsh_native_plugins.so"),
-    path.join(repoTarget, "release", "libxcsh_native_plugins.dylib"),
-    path.join(repoTarget, "debug", "libxcsh_native_plugins.dylib"),
-  ];
+let loaded = null;
+
+/// The platform package's directory, or null when it is not installed.
+function resolvePackage(name) {
+  try {
+    return path.dirname(require.resolve(`${name}/package.json`));
+  } catch {
+    return null;
+  }
 }
 
-let loaded = null;
+/// The addon's file: `XCSH_NATIVE_PLUGINS_ADDON` when set, else the first that exists of the
+/// platform package (`@xcsh/native-plugins-<platform>`), the `native/` folder of a local
+/// `npm pack`, and the repository's cargo build (platform.js).
+function addonFile() {
+  const explicit = process.env[ADDON_ENV];
+  if (explicit) {
+    if (fs.existsSync(explicit)) return explicit;
+    throw new Error(`@xcsh/native-plugins: ${ADDON_ENV} names ${explicit}, which does not exist`);
+  }
+  const target = platform.targetOf(process.platform, process.arch, platform.detectLibc());
+  const candidates = platform.addonCandidates(target, __dirname, resolvePackage);
+  const found = candidates.find(({ file }) => file !== null && fs.existsSync(file));
+  if (!found) throw new Error(platform.missingAddonMessage(target, candidates, ADDON_ENV));
+  return found.file;
+}
 
 /// The addon and the directory it was found in (where `xcsh-plugin-host` sits too).
 function addon() {
   if (loaded) return loaded;
-  const explicit = process.env[ADDON_ENV];
-  const candidates = explicit ? [explicit] : addonCandidates();
-  const file = candidates.find((candidate) => fs.existsSync(candidate));
-  if (!file) {
-    throw new Error(
-      `@xcsh/native-plugins: the native addon was not found (looked for ${candidates.join(", ")}); ` +
-        "build it with `cargo build --release --workspace` in the repository, or set " +
-        `${ADDON_ENV} to the built library`,
-    );
-  }
+  const file = addonFile();
   const module = { exports: {} };
   // `process.dlopen` loads a Node-API library whatever its file name (`require` wants `.node`).
   process.dlopen(module, file);
