@@ -259,7 +259,9 @@ mkdir -p "$staging"
 for target in "${{targets[@]}}"; do
     case "$target" in
         *-linux-gnu) zig_target="$target.2.17"; library="lib{ident}.so" ;;
-        *-apple-darwin) zig_target="$target"; library="lib{ident}.dylib" ;;
+        # The oldest macOS Rust supports there: zig would otherwise stamp its newest SDK's.
+        x86_64-apple-darwin) zig_target="$target"; library="lib{ident}.dylib"; export MACOSX_DEPLOYMENT_TARGET=10.12 ;;
+        aarch64-apple-darwin) zig_target="$target"; library="lib{ident}.dylib"; export MACOSX_DEPLOYMENT_TARGET=11.0 ;;
         *) echo "build-plugin.sh: $target is not a platform xcsh ships for" >&2; exit 2 ;;
     esac
     rustup target add "$target" >/dev/null 2>&1 || true
