@@ -129,6 +129,8 @@ pub fn host_platform() -> String {
 /// Mach-O file.
 struct BuiltFor {
     format: Format,
+    /// The kind `object` read (not for PE), so that later reads need not parse it again.
+    kind: Option<FileKind>,
     platforms: Vec<Platform>,
 }
 
@@ -146,9 +148,10 @@ impl BuiltFor {
 /// Read what `data` was built for. `None` when the headers are not of a format named here
 /// (the header check says what is wrong with such a file).
 fn built_for<'data, R: ReadRef<'data>>(data: R) -> Option<BuiltFor> {
-    let one = |format, platform| {
+    let one = |format, kind, platform| {
         Some(BuiltFor {
             format,
+            kind,
             platforms: vec![platform],
         })
     };
@@ -162,31 +165,37 @@ fn built_for<'data, R: ReadRef<'data>>(data: R) -> Option<BuiltFor> {
         };
         return one(
             Format::Pe,
+            None,
             Platform {
                 os: Os::Windows,
                 arch,
             },
         );
     }
-    match FileKind::parse(data).ok()? {
+    let kind = FileKind::parse(data).ok()?;
+    match kind {
         FileKind::Elf64 => one(
             Format::Elf,
+            Some(kind),
             elf_platform::<elf::FileHeader64<Endianness>, R>(data)?,
         ),
         FileKind::Elf32 => one(
             Format::Elf,
+            Some(kind),
             elf_platform::<elf::FileHeader32<Endianness>, R>(data)?,
         ),
         FileKind::MachO64 => one(
             Format::MachO,
+            Some(kind),
             macho_platform(macho_cpu::<macho::MachHeader64<Endianness>, R>(data)?),
         ),
         FileKind::MachO32 => one(
             Format::MachO,
+            Some(kind),
             macho_platform(macho_cpu::<macho::MachHeader32<Endianness>, R>(data)?),
         ),
-        FileKind::MachOFat64 => fat(MachOFatFile64::parse(data).ok()?.arches()),
-        FileKind::MachOFat32 => fat(MachOFatFile32::parse(data).ok()?.arches()),
+        FileKind::MachOFat64 => fat(kind, MachOFatFile64::parse(data).ok()?.arches()),
+        FileKind::MachOFat32 => fat(kind, MachOFatFile32::parse(data).ok()?.arches()),
         _ => None,
     }
 }
@@ -202,9 +211,10 @@ fn pe_machine<'data, R: ReadRef<'data>>(data: R) -> Option<u16> {
     (header[..4] == *b"PE\0\0").then(|| u16::from_le_bytes([header[4], header[5]]))
 }
 
-fn fat<A: FatArch>(arches: &[A]) -> Option<BuiltFor> {
+fn fat<A: FatArch>(kind: FileKind, arches: &[A]) -> Option<BuiltFor> {
     Some(BuiltFor {
         format: Format::MachO,
+        kind: Some(kind),
         platforms: arches
             .iter()
             .map(|arch| macho_platform(arch.cputype()))
@@ -306,16 +316,16 @@ pub(crate) fn check_platform<'data, R: ReadRef<'data>>(data: R) -> Result<(), Lo
             host: host.describe(),
         });
     }
-    if built.format != Format::Elf {
+    // Only a Linux (ELF) library on a glibc host has glibc needs to compare.
+    if !matches!(built.kind, Some(FileKind::Elf64 | FileKind::Elf32)) {
         return Ok(());
     }
     let Some(has) = crate::sys::glibc_version() else {
         return Ok(());
     };
-    let needs = match FileKind::parse(data) {
-        Ok(FileKind::Elf64) => newest_glibc::<elf::FileHeader64<Endianness>, R>(data),
-        Ok(FileKind::Elf32) => newest_glibc::<elf::FileHeader32<Endianness>, R>(data),
-        _ => None,
+    let needs = match built.kind {
+        Some(FileKind::Elf64) => newest_glibc::<elf::FileHeader64<Endianness>, R>(data),
+        _ => newest_glibc::<elf::FileHeader32<Endianness>, R>(data),
     };
     match (needs, parse_glibc(&has)) {
         (Some(needs), Some(running)) if needs > running => Err(LoadErrorKind::NewerGlibc {

@@ -137,17 +137,19 @@ pub fn host_library(folder: &Path) -> Result<PathBuf, LoadError> {
     if let Some(path) = one_library(folder, HOST_TARGET)? {
         return Ok(path);
     }
-    let available = platform_libraries(folder)?
-        .into_iter()
-        .map(|library| library.target)
-        .collect();
-    Err(LoadError::new(
+    Err(no_library_for_host(folder, &platform_libraries(folder)?))
+}
+
+/// The error for a plugin folder whose `libraries` (from [`platform_libraries`]) have none
+/// for this host: it names the platforms they are for.
+pub fn no_library_for_host(folder: &Path, libraries: &[PlatformLibrary]) -> LoadError {
+    LoadError::new(
         folder,
         LoadErrorKind::NoLibraryForHost {
             host: HOST_TARGET.to_owned(),
-            available,
+            available: libraries.iter().map(|l| l.target.clone()).collect(),
         },
-    ))
+    )
 }
 
 #[cfg(test)]

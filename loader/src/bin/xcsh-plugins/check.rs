@@ -112,10 +112,8 @@ fn check_folder(folder: &Path, host: &HostOptions) -> Vec<FileCheck> {
         .iter()
         .any(|library| library.target == HOST_TARGET)
     {
-        let error = xcsh_loader::plugin_folder::host_library(folder)
-            .err()
-            .map_or_else(|| "no library for this host".to_owned(), |e| e.cause());
-        checks.push(problem(folder, error));
+        let error = xcsh_loader::plugin_folder::no_library_for_host(folder, &libraries);
+        checks.push(problem(folder, error.cause()));
     }
     checks
 }
