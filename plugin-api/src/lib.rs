@@ -74,6 +74,7 @@ mod compat;
 mod error;
 #[doc(hidden)]
 pub mod export;
+pub mod files;
 mod guard;
 mod pending;
 mod result;

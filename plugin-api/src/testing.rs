@@ -444,6 +444,65 @@ impl PluginTest {
             .collect()
     }
 
+    /// Make the next commit of [`FileChanges`](crate::files::FileChanges) in this test's
+    /// working directory stop dead after step `step` (counted from 1), leaving the disk as a
+    /// process killed there would: the `apply` that commits fails with a "simulated crash"
+    /// error. Then [`PluginTest::recover`] runs what the next session would. A commit with
+    /// fewer steps completes normally, so a loop over `1..` ends when an apply succeeds:
+    ///
+    /// ```
+    /// # use xcsh_plugin_api::{*, testing::PluginTest};
+    /// # tool_params! { struct Params {} }
+    /// # #[derive(Default)] struct Rename;
+    /// # impl CustomTool for Rename {
+    /// #     type Params = Params;
+    /// #     fn name(&self) -> &str { "rename" }
+    /// #     fn label(&self) -> &str { "Rename" }
+    /// #     fn description(&self) -> &str { "Renames a and b" }
+    /// #     async fn execute(&self, _id: String, _p: Params, ctx: ToolContext)
+    /// #         -> Result<AgentToolResult, PluginError> {
+    /// #         let cwd = ctx.cwd().to_owned();
+    /// #         ctx.push_pending_action(CustomToolPendingAction::new("Rename", move |_| async move {
+    /// #             let mut changes = files::FileChanges::new(&cwd);
+    /// #             changes.rename("a", "a2").rename("b", "b2");
+    /// #             changes.commit().await?;
+    /// #             Ok(AgentToolResult::text("renamed"))
+    /// #         }))?;
+    /// #         Ok(AgentToolResult::text("planned"))
+    /// #     }
+    /// # }
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// for step in 1.. {
+    ///     let test = PluginTest::new(tools![Rename]);
+    ///     let dir = test.working_dir();
+    ///     std::fs::write(dir.join("a"), "a").unwrap();
+    ///     std::fs::write(dir.join("b"), "b").unwrap();
+    ///     test.call("rename", json!({})).await.unwrap();
+    ///     test.crash_commit_at(step);
+    ///     if test.apply_newest("ok").await.is_ok() {
+    ///         break; // every step has been tried
+    ///     }
+    ///     test.recover().unwrap();
+    ///     let all_old = dir.join("a").exists() && dir.join("b").exists();
+    ///     let all_new = dir.join("a2").exists() && dir.join("b2").exists();
+    ///     assert!(all_old != all_new, "after a crash at step {step}");
+    ///     assert!(!dir.join(".xcsh").exists(), "nothing left behind");
+    /// }
+    /// # });
+    /// ```
+    pub fn crash_commit_at(&self, step: u32) {
+        crate::files::simulate_crash_at(self.working_dir(), step);
+    }
+
+    /// Finish or undo the commits a crash left in the working directory, as the next session
+    /// would before running any tool (see [`crate::files::recover`]).
+    ///
+    /// # Errors
+    /// When the journal directory cannot be read.
+    pub fn recover(&self) -> std::io::Result<Vec<crate::files::Recovered>> {
+        crate::files::recover(self.working_dir())
+    }
+
     /// The lines the plugin logged, in order.
     pub fn logs(&self) -> Vec<LogLine> {
         lock(&self.host.logs).clone()

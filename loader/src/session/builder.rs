@@ -330,9 +330,13 @@ impl SessionBuilder {
         self
     }
 
-    /// Discover and load plugins, instantiate their tools, and build the session. Every load
-    /// problem is collected in [`Session::load_errors`]; loading goes on with the next file.
+    /// Finish or undo any apply a killed process left in the working directory
+    /// ([`Session::recovered_applies`]), then discover and load plugins, instantiate their
+    /// tools, and build the session. Every load problem is collected in
+    /// [`Session::load_errors`]; loading goes on with the next file.
     pub fn build(mut self) -> Session {
+        // Before any tool runs or any plugin is loaded: the tree as a whole, old or new.
+        let recovered_applies = super::recovery::recover_interrupted_applies(&self.cwd);
         let store = self.with_store.then(|| Arc::new(PendingActionStore::new()));
         let steering = Arc::new(SteeringQueue::default());
         let reminders = store.as_ref().map(|store| {
@@ -352,6 +356,7 @@ impl SessionBuilder {
             registry: Default::default(),
             resolve: OnceLock::new(),
             load_errors: Vec::new(),
+            recovered_applies,
             plugins: Default::default(),
             steering,
             _reminders: reminders,

@@ -16,6 +16,7 @@ mod definitions;
 mod idle;
 #[cfg(target_os = "linux")]
 mod isolated;
+mod recovery;
 mod registry;
 mod reload;
 
@@ -72,6 +73,8 @@ pub struct Session {
     /// is pending can always be resolved.
     resolve: OnceLock<(ToolSpec, jsonschema::Validator)>,
     load_errors: Vec<LoadError>,
+    /// The interrupted applies found in the working directory when the session was built.
+    recovered_applies: Vec<xcsh_plugin_api::files::Recovered>,
     plugins: RwLock<Vec<LoadedPlugin>>,
     steering: Arc<SteeringQueue>,
     _reminders: Option<PushSubscription>,
@@ -287,6 +290,13 @@ impl Session {
     /// Every load problem met while building the session.
     pub fn load_errors(&self) -> &[LoadError] {
         &self.load_errors
+    }
+
+    /// The applies a killed process had left unfinished in the working directory, finished or
+    /// undone (each as a whole) before this session loaded anything; see
+    /// [`xcsh_plugin_api::files`].
+    pub fn recovered_applies(&self) -> &[xcsh_plugin_api::files::Recovered] {
+        &self.recovered_applies
     }
 
     /// Every tool the model may call now, in registration order, with `resolve` last when it

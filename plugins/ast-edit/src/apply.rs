@@ -2,36 +2,20 @@
 //!
 //! Nothing is searched again. Every touched file must still hash to what the preview read,
 //! must not be read-only, and its replacements must not overlap; otherwise nothing is written
-//! and the error names the files. Each file is then written to a temporary file in its own
-//! directory (same permissions, owner kept where possible); only when every temporary file
-//! exists and is durable are they renamed over the originals, so a failure or a crash leaves
-//! each file either old or new, never half-written.
-//!
-//! Why a crash leaves every file whole: a target is only ever changed by a `rename` of a
-//! complete temporary file over it, which replaces the directory entry atomically (the name
-//! points at the old inode or at the new one, never at a mix), and no rename starts before
-//! every temporary file's content and size are on disk (`fdatasync` of each, all done before
-//! the first rename). A crash before the renames leaves the old files and some stray
-//! `.name.ast_edit-*.tmp` files; during them, some files old and some new, each whole; after
-//! them, the directories are fsynced so that the renames themselves survive.
-//!
-//! Cost: the syncs are batched, not paid one file at a time. All temporary files are written
-//! first (one thread per core), each one's writeback started as soon as it is written
-//! (`POSIX_FADV_DONTNEED` on Linux, which starts the write-out without waiting), so the data
-//! of the whole batch goes to the disk together; only then is each file `fdatasync`ed, on
-//! [`IO_THREADS`] threads, and those calls mostly find their data already written and share
-//! the filesystem's metadata commits. Measured with a C replica on 2,250 files of 4 KiB on
-//! this ext4: plain `fdatasync` of each on 32 threads 64-97 ms, after the writeback was
-//! started 21-30 ms, one `syncfs` 22-36 ms (which would also wait for every other writer's
-//! dirty data on the filesystem, so it is not used).
+//! and the error names the files. The new contents are then committed as one
+//! [`FileChanges`]: staged in the project's `.xcsh/apply-journal/` (never beside the sources),
+//! made durable, journaled, and only then renamed over the originals, each file only if its
+//! size and modification time are still those the check read. So the apply writes every file
+//! or none: a failure or a cancellation before the renames leaves the tree as it was and no
+//! temporary file; a crash is finished or undone as a whole by the next session's recovery
+//! (see `xcsh_plugin_api::files` for how, and what it costs).
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::{self, File};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::SystemTime;
 
 use serde_json::json;
+use xcsh_plugin_api::files::{CommitError, FileChanges};
 use xcsh_plugin_api::AgentToolResult;
 
 use crate::preview::count;
@@ -49,20 +33,21 @@ pub struct PlannedFile {
 /// Everything `apply` needs, captured at preview time.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The session's working directory (where the apply's journal goes).
+    pub cwd: PathBuf,
     /// Files in path order.
     pub files: Vec<PlannedFile>,
 }
 
-struct Ready<'a> {
-    file: &'a PlannedFile,
+struct Ready {
     target: PathBuf,
     content: Vec<u8>,
     meta: fs::Metadata,
 }
 
 /// What the check of one file found.
-enum Checked<'a> {
-    Ready(Box<Ready<'a>>),
+enum Checked {
+    Ready(Box<Ready>),
     Changed(String),
     ReadOnly(String),
     Broken(String),
@@ -88,7 +73,7 @@ fn read_with_meta(target: &Path) -> std::io::Result<(Vec<u8>, fs::Metadata)> {
     Ok((bytes, meta))
 }
 
-fn check_file(file: &PlannedFile) -> Checked<'_> {
+fn check_file(file: &PlannedFile) -> Checked {
     let Ok(target) = target_of(&file.edits.path) else {
         return Checked::Changed(format!("{} (deleted)", file.display));
     };
@@ -109,7 +94,6 @@ fn check_file(file: &PlannedFile) -> Checked<'_> {
     }
     match rewrite(&bytes, &file.edits) {
         Ok(content) => Checked::Ready(Box::new(Ready {
-            file,
             target,
             content,
             meta,
@@ -118,22 +102,10 @@ fn check_file(file: &PlannedFile) -> Checked<'_> {
     }
 }
 
-/// Threads that write and sync files at once (the work is waiting for the disk).
-pub const IO_THREADS: usize = 32;
-
 /// Run `work` on every item on one thread per core; results in item order.
 fn in_parallel<'a, T: Sync, R: Send>(items: &'a [T], work: impl Fn(&'a T) -> R + Sync) -> Vec<R> {
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-    in_parallel_on(cores, items, work)
-}
-
-/// Run `work` on every item on up to `threads` threads; results in item order.
-fn in_parallel_on<'a, T: Sync, R: Send>(
-    threads: usize,
-    items: &'a [T],
-    work: impl Fn(&'a T) -> R + Sync,
-) -> Vec<R> {
-    let threads = threads.min(items.len());
+    let threads = cores.min(items.len());
     if threads <= 1 {
         return items.iter().map(work).collect();
     }
@@ -152,7 +124,7 @@ fn in_parallel_on<'a, T: Sync, R: Send>(
 }
 
 /// Make every file's new content, or say why nothing may be written.
-fn prepare(plan: &Plan) -> Result<Vec<Ready<'_>>, String> {
+fn prepare(plan: &Plan) -> Result<Vec<Ready>, String> {
     let mut changed = Vec::new();
     let mut read_only = Vec::new();
     let mut ready = Vec::new();
@@ -208,166 +180,35 @@ fn rewrite(bytes: &[u8], edits: &FileEdits) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-#[cfg(test)]
-pub(crate) static FAIL_TEMP_FOR: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-
-fn injected_failure(_target: &Path) -> std::io::Result<()> {
-    #[cfg(test)]
-    if FAIL_TEMP_FOR
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .any(|p| p == _target)
-    {
-        return Err(std::io::Error::other("injected failure"));
-    }
-    Ok(())
-}
-
-/// Write `ready`'s content next to its target; returns the temporary path. The file is not
-/// synced here: [`apply`] syncs every temporary file once all are written.
-fn write_temp(ready: &Ready<'_>, pid: u32) -> std::io::Result<PathBuf> {
-    let dir = ready.target.parent().unwrap_or(Path::new("."));
-    let name = ready
-        .target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(
-        ".{name}.ast_edit-{pid}-{}.tmp",
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        injected_failure(&ready.target)?;
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-            options.mode(ready.meta.permissions().mode() & 0o7777);
-        }
-        let mut file = options.open(&temp)?;
-        file.write_all(&ready.content)?;
-        // The umask may have taken bits away, and the owner is ours: put back what differs
-        // (one `fstat` instead of a `fchmod` and a `fchown` per file).
-        let made = file.metadata()?;
-        if made.permissions() != ready.meta.permissions() {
-            file.set_permissions(ready.meta.permissions())?;
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            if (made.uid(), made.gid()) != (ready.meta.uid(), ready.meta.gid()) {
-                // Keep the owner when we may (root); otherwise the file becomes ours, like any
-                // editor.
-                let _ = std::os::unix::fs::fchown(
-                    &file,
-                    Some(ready.meta.uid()),
-                    Some(ready.meta.gid()),
-                );
-            }
-        }
-        start_writeback(&file);
-        Ok(file)
-    })();
-    match result {
-        Ok(_) => Ok(temp),
-        Err(error) => {
-            let _ = fs::remove_file(&temp);
-            Err(error)
-        }
-    }
-}
-
-/// Ask the kernel to start writing `file` out now (Linux: `POSIX_FADV_DONTNEED` starts the
-/// writeback of dirty pages without waiting), so that the data of every temporary file is in
-/// flight together before the first `fdatasync`, and the syncs find it mostly written. Only a
-/// hint: durability comes from [`sync_temp`].
-fn start_writeback(_file: &File) {
-    #[cfg(target_os = "linux")]
-    let _ = rustix::fs::fadvise(_file, 0, None, rustix::fs::Advice::DontNeed);
-}
-
-/// `fdatasync` one temporary file: its content and size are on disk before it is renamed.
-/// Opened again by path rather than kept open since it was written: an apply may touch more
-/// files than the process may hold open (`RLIMIT_NOFILE` is often 1024).
-fn sync_temp(temp: &PathBuf) -> std::io::Result<()> {
-    OpenOptions::new().write(true).open(temp)?.sync_data()
-}
-
-fn same_stamp(meta: &fs::Metadata, now: &fs::Metadata) -> bool {
-    let modified = |m: &fs::Metadata| m.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-    meta.len() == now.len() && modified(meta) == modified(now)
-}
-
-/// Write the plan. The result text is `Applied {n} replacement(s) in {m} file(s).`
-pub fn apply(plan: &Plan) -> Result<AgentToolResult, String> {
+/// Check the plan against the disk and make every file's new content: the changes to
+/// commit, or why nothing may be written. Blocking work (reads, hashes).
+pub fn prepare_changes(plan: &Plan) -> Result<FileChanges, String> {
     let ready = prepare(plan)?;
-    let cleanup = |temps: &[PathBuf]| {
-        for temp in temps {
-            let _ = fs::remove_file(temp);
-        }
-    };
-    let pid = std::process::id();
-    let written = in_parallel(&ready, |item| write_temp(item, pid));
-    let temps: Vec<PathBuf> = written
-        .iter()
-        .filter_map(|w| w.as_ref().ok().cloned())
-        .collect();
-    if let Some((item, Err(error))) = ready.iter().zip(&written).find(|(_, w)| w.is_err()) {
-        cleanup(&temps);
-        return Err(format!(
-            "Nothing was written: cannot write {}: {error}",
-            item.file.display
-        ));
+    let mut changes = FileChanges::new(&plan.cwd);
+    for item in ready {
+        changes.write_if_unchanged(&item.target, item.content, &item.meta);
     }
-    // Every temporary file is written and its writeback started; now wait until each is on
-    // disk. The writes went out together, so most syncs find their data already written.
-    let synced = in_parallel_on(IO_THREADS, &temps, sync_temp);
-    if let Some((item, Err(error))) = ready.iter().zip(&synced).find(|(_, s)| s.is_err()) {
-        cleanup(&temps);
-        return Err(format!(
-            "Nothing was written: cannot write {}: {error}",
-            item.file.display
-        ));
-    }
-    // A last look: a file touched while the temporary files were written is not overwritten.
-    let touched: Vec<&str> = ready
-        .iter()
-        .filter(|item| !fs::metadata(&item.target).is_ok_and(|now| same_stamp(&item.meta, &now)))
-        .map(|item| item.file.display.as_str())
-        .collect();
-    if !touched.is_empty() {
-        cleanup(&temps);
-        return Err(format!(
-            "Nothing was written: {} changed since the preview: {}. Run ast_edit again to \
-             preview the current content.",
-            count(touched.len(), "file"),
-            touched.join(", ")
-        ));
-    }
-    for (done, (item, temp)) in ready.iter().zip(&temps).enumerate() {
-        if let Err(error) = fs::rename(temp, &item.target) {
-            cleanup(&temps[done..]);
-            let written: Vec<&str> = ready[..done]
-                .iter()
-                .map(|r| r.file.display.as_str())
-                .collect();
-            let left: Vec<&str> = ready[done..]
-                .iter()
-                .map(|r| r.file.display.as_str())
-                .collect();
+    Ok(changes)
+}
+
+/// Commit `changes` (made by [`prepare_changes`] from `plan`). The result text is
+/// `Applied {n} replacement(s) in {m} file(s).`
+pub async fn commit(plan: &Plan, changes: FileChanges) -> Result<AgentToolResult, String> {
+    match changes.commit().await {
+        Ok(_) => {}
+        Err(CommitError::Changed { files }) => {
             return Err(format!(
-                "Failed to replace {}: {error}. Written: [{}]; unchanged: [{}].",
-                item.file.display,
-                written.join(", "),
-                left.join(", ")
-            ));
+                "Nothing was written: {} changed since the preview: {}. Run ast_edit again to \
+                 preview the current content.",
+                count(files.len(), "file"),
+                files.join(", ")
+            ))
         }
+        Err(CommitError::Io { what, source }) => {
+            return Err(format!("Nothing was written: {what}: {source}"))
+        }
+        Err(other) => return Err(capitalized(&other.to_string())),
     }
-    sync_dirs(&ready_dirs(&ready));
     let total: usize = plan.files.iter().map(|f| f.edits.replacements.len()).sum();
     // SPEC 5 spells this text with a literal "(s)", unlike the label's `{s}` plural.
     let text = format!(
@@ -382,23 +223,10 @@ pub fn apply(plan: &Plan) -> Result<AgentToolResult, String> {
     })))
 }
 
-/// The directories of the targets, each once.
-fn ready_dirs(ready: &[Ready<'_>]) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = ready
-        .iter()
-        .filter_map(|r| r.target.parent().map(Path::to_path_buf))
-        .collect();
-    dirs.sort();
-    dirs.dedup();
-    dirs
-}
-
-/// Make the renames durable (best effort: they are done and cannot be undone, and not every
-/// platform can open a directory).
-fn sync_dirs(dirs: &[PathBuf]) {
-    in_parallel_on(IO_THREADS, dirs, |dir| {
-        if let Ok(handle) = File::open(dir) {
-            let _ = handle.sync_all();
-        }
-    });
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }

@@ -119,6 +119,7 @@ struct Previewed {
 }
 
 fn run_preview(cwd: &Path, checked: Checked, cancel: &CancelToken) -> Result<Previewed, String> {
+    let root = cwd.to_path_buf();
     let found = walk::find_files(
         cwd,
         checked.path.as_deref(),
@@ -176,7 +177,10 @@ fn run_preview(cwd: &Path, checked: Checked, cancel: &CancelToken) -> Result<Pre
         text,
         details,
         label,
-        plan: Plan { files: touched },
+        plan: Plan {
+            cwd: root,
+            files: touched,
+        },
     })
 }
 
@@ -205,8 +209,13 @@ cannot be applied here; nothing was written.";
 
 /// The pending action that writes `plan` when `resolve` applies it.
 fn pending_action(label: String, details: Value, plan: Plan) -> CustomToolPendingAction {
+    let plan = Arc::new(plan);
     CustomToolPendingAction::new(label, move |_reason| async move {
-        blocking(move || apply::apply(&plan)).await
+        let checking = Arc::clone(&plan);
+        let changes = blocking(move || apply::prepare_changes(&checking)).await?;
+        apply::commit(&plan, changes)
+            .await
+            .map_err(PluginError::new)
     })
     .with_source_tool_name(AST_EDIT_TOOL_NAME)
     .with_details(details)
@@ -232,7 +241,15 @@ fn per_file_actions(plan: Plan) -> Vec<CustomToolPendingAction> {
                 "perFile": true,
                 "fileReplacements": [{"path": file.display, "count": n}],
             });
-            pending_action(label, details, Plan { files: vec![file] })
+            let cwd = plan.cwd.clone();
+            pending_action(
+                label,
+                details,
+                Plan {
+                    cwd,
+                    files: vec![file],
+                },
+            )
         })
         .collect()
 }

@@ -2,7 +2,9 @@
 //!
 //! `execute` renames nothing: it computes the plan, pushes a pending action, and returns the
 //! plan. `apply` re-checks the plan against the disk (every source still there, no target
-//! taken) and renames only if all checks pass, so a stale preview never half-applies.
+//! taken) and renames all or nothing through the API's staged file changes, so neither a
+//! stale preview nor an interrupted apply (cancelled, or killed mid-batch and recovered by the
+//! next session) leaves some files renamed and others not.
 
 use std::path::PathBuf;
 
@@ -56,34 +58,16 @@ pub fn plan(params: &Params) -> Result<Vec<Rename>, PluginError> {
     Ok(renames)
 }
 
-/// Check the whole plan against the disk, then rename. Renames nothing if any check fails.
-pub fn apply_plan(cwd: &std::path::Path, renames: &[Rename]) -> Result<(), PluginError> {
-    let mut targets = std::collections::HashSet::new();
-    for rename in renames {
-        let (from, to) = (cwd.join(&rename.from), cwd.join(&rename.to));
-        if !from.exists() {
-            return Err(PluginError::new(format!(
-                "nothing renamed: source {} no longer exists",
-                rename.from
-            )));
-        }
-        if rename.from != rename.to && (to.exists() || !targets.insert(to.clone())) {
-            return Err(PluginError::new(format!(
-                "nothing renamed: target {} already exists",
-                rename.to
-            )));
-        }
+/// Rename every file of the plan, or none: the plan is checked against the disk as a whole
+/// (every source still there, no target taken, no target twice), then committed through
+/// [`files::FileChanges`], so an interrupted apply (cancelled, killed mid-batch) is undone or
+/// finished as a whole, by this call or by the next session's recovery.
+pub async fn apply_plan(cwd: &std::path::Path, renames: &[Rename]) -> Result<(), PluginError> {
+    let mut changes = files::FileChanges::new(cwd);
+    for rename in renames.iter().filter(|r| r.from != r.to) {
+        changes.rename(&rename.from, &rename.to);
     }
-    for (done, rename) in renames.iter().enumerate() {
-        if let Err(error) = std::fs::rename(cwd.join(&rename.from), cwd.join(&rename.to)) {
-            return Err(PluginError::new(format!(
-                "renaming {} to {} failed after {done} of {} renames: {error}",
-                rename.from,
-                rename.to,
-                renames.len()
-            )));
-        }
-    }
+    changes.commit().await?;
     Ok(())
 }
 
@@ -128,7 +112,7 @@ impl CustomTool for BatchRenamePreview {
             CustomToolPendingAction::retryable(format!("Batch rename: {n} files"), move |reason| {
                 let (cwd, renames) = (cwd.clone(), renames.clone());
                 async move {
-                    apply_plan(&cwd, &renames)?;
+                    apply_plan(&cwd, &renames).await?;
                     Ok(AgentToolResult::text(format!(
                         "Applied batch rename. Reason: {reason}"
                     )))
@@ -239,27 +223,59 @@ mod tests {
         );
     }
 
+    /// A crash after any step of the apply's commit, then the next session's recovery: every
+    /// file renamed or none, and nothing left behind.
+    #[tokio::test]
+    async fn an_apply_killed_at_any_step_is_finished_or_undone_as_a_whole() {
+        let names = ["a1.txt", "a2.txt", "a3.txt"];
+        let mut crashes = 0;
+        for step in 1.. {
+            let test = PluginTest::new(tools![BatchRenamePreview]);
+            let dir = test.working_dir().to_owned();
+            files(&dir, &names);
+            let args = json!({"files": names, "find": "a", "replace": "b"});
+            test.call("batch_rename_preview", args).await.unwrap();
+            test.crash_commit_at(step);
+            if test.apply_newest("ok").await.is_ok() {
+                break;
+            }
+            crashes += 1;
+            test.recover().unwrap();
+            let mut found: Vec<String> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            found.sort();
+            assert!(
+                found == ["a1.txt", "a2.txt", "a3.txt"] || found == ["b1.txt", "b2.txt", "b3.txt"],
+                "after a crash at step {step}: {found:?}"
+            );
+        }
+        // Synced, journal, three renames, directories synced, journal removed.
+        assert_eq!(crashes, 7);
+    }
+
     #[test]
     fn plans_renames_in_file_names_only() {
         let renames = plan(&params(&["dir_a/a1.txt"])).unwrap();
         assert_eq!(renames[0].to, "dir_a/b1.txt");
     }
 
-    #[test]
-    fn apply_renames_nothing_when_a_target_exists() {
+    #[tokio::test]
+    async fn apply_renames_nothing_when_a_target_exists() {
         let dir = tempfile::tempdir().unwrap();
         for name in ["a1.txt", "a2.txt", "b2.txt"] {
             std::fs::write(dir.path().join(name), name).unwrap();
         }
         let renames = plan(&params(&["a1.txt", "a2.txt"])).unwrap();
-        let error = apply_plan(dir.path(), &renames).unwrap_err();
+        let error = apply_plan(dir.path(), &renames).await.unwrap_err();
         assert!(error.message().contains("b2.txt"), "{error}");
         assert!(dir.path().join("a1.txt").exists());
         assert!(!dir.path().join("b1.txt").exists());
     }
 
-    #[test]
-    fn apply_refuses_two_sources_onto_one_target() {
+    #[tokio::test]
+    async fn apply_refuses_two_sources_onto_one_target() {
         let dir = tempfile::tempdir().unwrap();
         for name in ["a.txt", "b.txt"] {
             std::fs::write(dir.path().join(name), name).unwrap();
@@ -274,7 +290,7 @@ mod tests {
                 to: "c.txt".into(),
             },
         ];
-        assert!(apply_plan(dir.path(), &renames).is_err());
+        assert!(apply_plan(dir.path(), &renames).await.is_err());
         assert!(dir.path().join("a.txt").exists() && dir.path().join("b.txt").exists());
     }
 }

@@ -2,15 +2,15 @@
 //!
 //! Tests run as root, where a missing write bit does not stop a write. The read-only case
 //! therefore relies on `apply` checking the mode bits itself (so it holds for root too), and
-//! the "a write fails half-way" case injects a failure when the temporary file of one target is
-//! written (`apply::FAIL_TEMP_FOR`), after another target's temporary file already exists.
+//! the "a write fails" case makes the journal's place unusable (a file named `.xcsh`). What a
+//! crash at each step of the commit leaves is tested in `xcsh_plugin_api::files` and, through
+//! the CLI, in the integration tests.
 
 use std::fs;
 
 use serde_json::json;
 
 use super::{edit, ok_text, read, resolve, session, tree};
-use crate::apply::FAIL_TEMP_FOR;
 
 const A: &str = "fn a() {\n    foo(1);\n}\n";
 const B: &str = "fn b() {\n    foo(2);\n}\n";
@@ -24,7 +24,7 @@ fn leftovers(dir: &std::path::Path) -> Vec<String> {
     names
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".tmp"))
+        .filter(|n| n.ends_with(".tmp") || n == ".xcsh")
         .collect()
 }
 
@@ -98,24 +98,21 @@ async fn a_read_only_target_blocks_every_write() {
 }
 
 #[tokio::test]
-async fn a_failed_write_leaves_every_file_old_and_no_temp_files() {
+async fn a_failed_write_leaves_every_file_old_and_nothing_behind() {
     let dir = tree(&[("a.rs", A), ("b.rs", B)]);
     let s = session(dir.path());
     ok_text(&edit(&s, op()).await);
-    let target = fs::canonicalize(dir.path().join("b.rs")).expect("canonical path");
-    FAIL_TEMP_FOR
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(target.clone());
+    // The journal's place cannot be made: nothing may be written.
+    fs::write(dir.path().join(".xcsh"), "not a directory").expect("block .xcsh");
     let out = resolve(&s, "apply").await;
-    FAIL_TEMP_FOR
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .retain(|p| p != &target);
     assert!(out.is_error);
-    assert!(out
-        .text()
-        .starts_with("Nothing was written: cannot write b.rs: injected failure"));
+    assert!(
+        out.text()
+            .starts_with("Nothing was written: cannot create the apply journal"),
+        "{}",
+        out.text()
+    );
+    fs::remove_file(dir.path().join(".xcsh")).expect("unblock .xcsh");
     assert_eq!(read(dir.path(), "a.rs"), A);
     assert_eq!(read(dir.path(), "b.rs"), B);
     assert!(
@@ -123,6 +120,20 @@ async fn a_failed_write_leaves_every_file_old_and_no_temp_files() {
         "{:?}",
         leftovers(dir.path())
     );
+}
+
+#[tokio::test]
+async fn an_apply_leaves_no_journal_behind() {
+    let dir = tree(&[("a.rs", A), ("sub/b.rs", B)]);
+    let s = session(dir.path());
+    ok_text(&edit(&s, op()).await);
+    ok_text(&resolve(&s, "apply").await);
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "{:?}",
+        leftovers(dir.path())
+    );
+    assert!(leftovers(&dir.path().join("sub")).is_empty());
 }
 
 #[tokio::test]
