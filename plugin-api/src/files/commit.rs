@@ -261,10 +261,20 @@ struct Commit {
 
 /// Check, then commit `changes`; see the module.
 pub(super) fn run(changes: FileChanges, cancel: &Cancel<'_>) -> Result<Committed, CommitError> {
+    match make(changes, cancel)? {
+        Some(commit) => commit.finish(),
+        None => Ok(Committed::default()),
+    }
+}
+
+/// Every step up to and including the renames and their sync: the tree is as committed, the
+/// journal and the old contents still there (`None`: nothing to change). Dropping the result
+/// undoes the changes; [`Commit::finish`] removes the journal and the old contents.
+fn make(changes: FileChanges, cancel: &Cancel<'_>) -> Result<Option<Commit>, CommitError> {
     let FileChanges { root, changes } = changes;
     let planned = check(&root, changes)?;
     if planned.is_empty() {
-        return Ok(Committed::default());
+        return Ok(None);
     }
     let place = JournalPlace::enter_shared(&root).map_err(io_error(format!(
         "cannot create the apply journal {}",
@@ -284,11 +294,12 @@ pub(super) fn run(changes: FileChanges, cancel: &Cancel<'_>) -> Result<Committed
     };
     fs::create_dir(&commit.dir)
         .map_err(io_error(format!("cannot create {}", commit.dir.display())))?;
-    commit.run(cancel)
+    commit.make(cancel)?;
+    Ok(Some(commit))
 }
 
 impl Commit {
-    fn run(&mut self, cancel: &Cancel<'_>) -> Result<Committed, CommitError> {
+    fn make(&mut self, cancel: &Cancel<'_>) -> Result<(), CommitError> {
         self.place_files()?;
         self.stage(cancel)?;
         cancel.check()?;
@@ -298,9 +309,15 @@ impl Commit {
         self.last_look()?;
         self.decide()?;
         cancel.check()?;
-        self.rename_all()?;
+        self.rename_all(cancel)?;
         self.sync_targets();
         self.faults.step(|| "directories synced".to_owned())?;
+        // Cancelled during the renames: this returns an error, and `Drop` undoes them.
+        cancel.check()
+    }
+
+    /// The changes are made and durable: remove the journal, then the old contents.
+    fn finish(mut self) -> Result<Committed, CommitError> {
         self.clean_up()?;
         Ok(self.counts())
     }
@@ -487,10 +504,13 @@ impl Commit {
     }
 
     /// Every change, in order; on a failure, the ones done are undone.
-    fn rename_all(&mut self) -> Result<(), CommitError> {
+    fn rename_all(&mut self, cancel: &Cancel<'_>) -> Result<(), CommitError> {
         self.renamed = Some(0);
         let total = self.planned.len();
         for index in 0..total {
+            // Cancelled midway: `Drop` undoes the renames done (a cancelled commit changes
+            // nothing, so what the caller is told is always true).
+            cancel.check()?;
             if let Err(source) = do_change(&mut self.planned[index]) {
                 let what = describe(&self.root, &self.planned[index]);
                 let undo_failed = self.undo();
@@ -755,9 +775,13 @@ struct Shared {
     ended: Condvar,
 }
 
+/// What the commit's thread hands over: the commit made (its clean-up left to the poll that
+/// takes it), or why not.
+type Made = Result<Option<Commit>, CommitError>;
+
 #[derive(Default)]
 struct Slot {
-    result: Option<Result<Committed, CommitError>>,
+    result: Option<Made>,
     waker: Option<Waker>,
     ended: bool,
 }
@@ -767,7 +791,7 @@ impl Shared {
         self.slot.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn end(&self, result: Result<Committed, CommitError>) {
+    fn end(&self, result: Made) {
         let waker = {
             let mut slot = self.lock();
             slot.result = Some(result);
@@ -789,7 +813,7 @@ impl CommitFuture {
             .name("xcsh-commit".to_owned())
             .spawn(move || {
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run(changes, &Cancel(&worker.cancel))
+                    make(changes, &Cancel(&worker.cancel))
                 }));
                 worker.end(outcome.unwrap_or_else(|panic| {
                     let message = panic
@@ -817,27 +841,44 @@ impl Future for CommitFuture {
     type Output = Result<Committed, CommitError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut slot = self.shared.lock();
-        match slot.result.take() {
-            Some(result) => Poll::Ready(result),
-            None => {
-                slot.waker = Some(cx.waker().clone());
-                Poll::Pending
+        let made = {
+            let mut slot = self.shared.lock();
+            match slot.result.take() {
+                Some(made) => made,
+                None => {
+                    slot.waker = Some(cx.waker().clone());
+                    return Poll::Pending;
+                }
             }
-        }
+        };
+        // Taken: the caller will learn that the changes are made, so they stay. The clean-up
+        // happens here rather than on the commit's thread so that a commit dropped before
+        // this point can still be undone (see `Drop`).
+        Poll::Ready(match made {
+            Ok(Some(commit)) => commit.finish(),
+            Ok(None) => Ok(Committed::default()),
+            Err(error) => Err(error),
+        })
     }
 }
 
 impl Drop for CommitFuture {
+    /// Cancel: the commit stops at its next step and undoes what it did; a commit already made
+    /// but never taken is undone too (dropping it). So a commit whose result nobody received
+    /// changed nothing.
     fn drop(&mut self) {
         self.shared.cancel.store(true, Ordering::SeqCst);
-        let mut slot = self.shared.lock();
-        while !slot.ended {
-            slot = self
-                .shared
-                .ended
-                .wait(slot)
-                .unwrap_or_else(|p| p.into_inner());
-        }
+        let made = {
+            let mut slot = self.shared.lock();
+            while !slot.ended {
+                slot = self
+                    .shared
+                    .ended
+                    .wait(slot)
+                    .unwrap_or_else(|p| p.into_inner());
+            }
+            slot.result.take()
+        };
+        drop(made);
     }
 }

@@ -7,11 +7,13 @@
 //! project's own `.xcsh/apply-journal/` (never beside the sources), makes those durable,
 //! records the whole change in a journal there, and only then renames, so:
 //!
-//! - **Stopped before the renames** (an error, the call cancelled, the future dropped, a
-//!   signal that the host turns into a cancellation): every temporary file is removed and the
-//!   tree is as it was; the commit fails with [`CommitError::Cancelled`] or the cause.
-//! - **Stopped once the renames have begun**: the commit finishes them first (a cancellation
-//!   waits for it), so the tree is as previewed.
+//! - **Stopped by an error**: the changes already made are undone, every temporary file is
+//!   removed, and the tree is as it was; the commit fails with the cause.
+//! - **Cancelled** (the future dropped: the host cancelled the call, on a signal, an MCP
+//!   cancellation, an abort) at any moment before its result is taken: the commit stops at
+//!   its next step and undoes what it did, renames included, before the drop returns. So a
+//!   commit that reports success changed every file, and one whose result nobody received
+//!   changed none.
 //! - **Killed** (`SIGKILL`, a crash, a power loss): the journal stays. The next session in that
 //!   working directory (every `xcsh-loader` session runs [`recover`] before any tool) finishes
 //!   the recorded renames when every new file is durable, or undoes those already done
@@ -148,8 +150,8 @@ pub enum CommitError {
         /// Files that could not be put back (each with why).
         undo_failed: Vec<String>,
     },
-    /// The commit was cancelled (its future dropped, or the host cancelled the call) before
-    /// its renames began. Nothing was written and every temporary file was removed.
+    /// The commit was cancelled: it undid whatever it had done and removed every temporary
+    /// file.
     #[error("the apply was cancelled before it changed any file; nothing was written")]
     Cancelled,
     /// A simulated crash ([`simulate_crash_at`]): the commit stopped dead after step `step`
@@ -240,8 +242,8 @@ impl FileChanges {
     /// Commit every change, or none: see the [module](self) for what an interruption leaves.
     ///
     /// The work runs on a thread of its own. Dropping the returned future cancels the commit:
-    /// before the renames it removes every temporary file; once they have begun it finishes
-    /// them. Either way the drop returns only when the disk is settled.
+    /// it stops at its next step and undoes whatever it did (renames included), and the drop
+    /// returns only when the disk is settled, as it was.
     pub fn commit(self) -> commit::CommitFuture {
         commit::CommitFuture::start(self)
     }

@@ -7,10 +7,18 @@
 //! with `--json` the whole [`CallReport`] comes at the end. The tool's partial results
 //! (`ctx.update`) are shown on stderr while it runs, at most ten lines a second.
 //!
-//! However the command ends (done, an error, Ctrl-C), the session is closed: whatever is still
-//! pending gets its `reject`, so every action gets exactly one of `apply` or `reject`.
+//! However the command ends (done, an error, a signal), the session is closed: whatever is
+//! still pending gets its `reject`, so every action gets exactly one of `apply` or `reject`.
+//!
+//! `SIGINT`, `SIGTERM` and `SIGHUP` cancel the call in flight rather than end the process
+//! under it: an apply that commits staged file changes (`ast_edit`, `batch_rename`) then
+//! undoes whatever it had done and removes its temporary files, the session rejects what is
+//! still pending, and the command exits 130, 143 or 129. An apply that had already finished
+//! is reported as applied. A second signal ends the process at once (an apply cut short
+//! there is finished or undone by the next session's recovery).
 
 use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,7 +26,9 @@ use clap::Args;
 use serde_json::{json, Value};
 use xcsh_loader::render::sanitize;
 use xcsh_loader::tool::ProgressThrottle;
-use xcsh_loader::{AgentToolResult, CallOptions, Session, UpdateSink, RESOLVE_TOOL_NAME};
+use xcsh_loader::{
+    AgentToolResult, CallOptions, CancelToken, Session, UpdateSink, RESOLVE_TOOL_NAME,
+};
 
 use crate::cli::{IdleArg, JsonArg, ReloadArg, SessionArgs};
 use crate::decide::{decide, Decision, DecisionFlags};
@@ -119,9 +129,10 @@ fn read_timeout(seconds: Option<f64>) -> Result<Option<Duration>, CliError> {
     }
 }
 
-fn options(timeout: Option<Duration>) -> CallOptions {
+fn options(timeout: Option<Duration>, interrupt: &Interrupt) -> CallOptions {
     CallOptions {
         timeout,
+        cancel: interrupt.cancel.clone(),
         ..CallOptions::default()
     }
 }
@@ -184,53 +195,152 @@ pub async fn run(
     let session = builder.build();
     host.require_all_loaded(&session)?;
     let session = Arc::new(session);
-    let interrupted = tokio::spawn(close_on_interrupt(Arc::clone(&session)));
-    let report = call_and_resolve(&session, args, arguments, timeout, output).await;
-    interrupted.abort();
-    let _ = interrupted.await;
+    let interrupt = Interrupt::default();
+    let watcher = tokio::spawn(on_signal(Arc::clone(&session), interrupt.clone()));
+    let report = call_and_resolve(&session, args, arguments, timeout, output, &interrupt).await;
+    watcher.abort();
+    let _ = watcher.await;
     // Rejects what is still pending, then (when nothing else holds the session) waits until
     // the plugin processes have ended and their last output has reached the log.
     let rejected = match Arc::try_unwrap(session) {
         Ok(session) => session.shutdown().await,
         Err(session) => session.close().await,
     };
-    for outcome in rejected {
+    for outcome in &rejected {
         tracing::info!("rejected at exit: {}", outcome.text());
     }
-    report
+    match interrupt.signal() {
+        Some(signal) => Err(CliError::Interrupted {
+            code: signal.code(),
+            message: interrupted_message(signal, report.as_ref().ok(), rejected.len()),
+        }),
+        None => report,
+    }
 }
 
-/// On Ctrl-C (SIGINT) or SIGTERM: reject what is pending, then exit 130 (or 143). The call in
-/// flight is abandoned with the process.
-async fn close_on_interrupt(session: Arc<Session>) {
+/// A signal that ends a command: its name and the exit status that says so (128 + number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EndSignal {
+    Hangup,
+    Interrupt,
+    Terminate,
+}
+
+impl EndSignal {
+    fn code(self) -> u8 {
+        match self {
+            EndSignal::Hangup => 129,
+            EndSignal::Interrupt => 130,
+            EndSignal::Terminate => 143,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            EndSignal::Hangup => "SIGHUP",
+            EndSignal::Interrupt => "SIGINT",
+            EndSignal::Terminate => "SIGTERM",
+        }
+    }
+}
+
+/// The command's cancellation: the token every call gets, the signal that fired it, and
+/// whether the command is waiting at a prompt (where nothing runs that could be cut short).
+#[derive(Clone, Default)]
+struct Interrupt {
+    cancel: CancelToken,
+    signal: Arc<Mutex<Option<EndSignal>>>,
+    prompting: Arc<AtomicBool>,
+}
+
+impl Interrupt {
+    fn signal(&self) -> Option<EndSignal> {
+        *self.signal.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The next `SIGINT`, `SIGTERM` or `SIGHUP` (`None` if they cannot be watched).
+async fn next_signal() -> Option<EndSignal> {
     #[cfg(unix)]
-    let code = {
+    {
         use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut interrupt), Ok(mut terminate)) = (
+        let (Ok(mut interrupt), Ok(mut terminate), Ok(mut hangup)) = (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
         ) else {
-            return;
+            return None;
         };
         tokio::select! {
-            _ = interrupt.recv() => 130,
-            _ = terminate.recv() => 143,
+            _ = interrupt.recv() => Some(EndSignal::Interrupt),
+            _ = terminate.recv() => Some(EndSignal::Terminate),
+            _ = hangup.recv() => Some(EndSignal::Hangup),
         }
-    };
+    }
     #[cfg(not(unix))]
-    let code = match tokio::signal::ctrl_c().await {
-        Ok(()) => 130,
-        Err(_) => return,
+    {
+        tokio::signal::ctrl_c()
+            .await
+            .ok()
+            .map(|()| EndSignal::Interrupt)
+    }
+}
+
+/// On a signal: cancel the call in flight (its apply undoes what it did) and let the command
+/// end by itself with the signal's status. At a prompt nothing is running: reject what is
+/// pending and exit at once. A second signal exits at once too.
+async fn on_signal(session: Arc<Session>, interrupt: Interrupt) {
+    // Installed before anything runs, so the first signal never kills the process.
+    let Some(signal) = next_signal().await else {
+        return;
     };
+    *interrupt.signal.lock().unwrap_or_else(|p| p.into_inner()) = Some(signal);
+    interrupt.cancel.cancel();
+    if !interrupt.prompting.load(Ordering::SeqCst) {
+        eprintln!(
+            "interrupted ({}): stopping the call; an apply in progress is undone",
+            signal.name()
+        );
+        let again = next_signal().await.unwrap_or(signal);
+        eprintln!(
+            "interrupted again ({}): exiting now; the next session finishes or undoes an \
+             interrupted apply",
+            again.name()
+        );
+        std::process::exit(i32::from(again.code()));
+    }
     let rejected = session.close().await;
     eprintln!(
-        "interrupted: rejected {} pending action(s); nothing was applied without a decision",
+        "interrupted ({}): rejected {} pending action(s); nothing was applied without a decision",
+        signal.name(),
         rejected.len()
     );
     for outcome in rejected {
         eprintln!("  {}", sanitize(&outcome.text()));
     }
-    std::process::exit(code);
+    std::process::exit(i32::from(signal.code()));
+}
+
+/// What an interrupted command did: the applies that completed before the signal, and that
+/// nothing else was applied.
+fn interrupted_message(signal: EndSignal, report: Option<&CallReport>, rejected: usize) -> String {
+    let applied = report.map_or(0, |report| {
+        report
+            .resolutions
+            .iter()
+            .filter(|r| r.action == "apply" && !r.outcome.0.is_error)
+            .count()
+    });
+    let before = if applied == 0 {
+        "nothing was applied".to_owned()
+    } else {
+        format!("{applied} apply(ies) had completed before it; nothing else was applied")
+    };
+    format!(
+        "interrupted by {}: {before} (any apply in progress was undone), and {rejected} pending \
+         action(s) were rejected",
+        signal.name()
+    )
 }
 
 async fn call_and_resolve(
@@ -239,6 +349,7 @@ async fn call_and_resolve(
     arguments: Value,
     timeout: Option<Duration>,
     output: &mut Output,
+    interrupt: &Interrupt,
 ) -> Result<CallReport, CliError> {
     let load_errors: Vec<String> = session
         .load_errors()
@@ -250,7 +361,7 @@ async fn call_and_resolve(
     let progress = Progress::default();
     let call_options = CallOptions {
         updates: Some(progress.sink()),
-        ..options(timeout)
+        ..options(timeout, interrupt)
     };
     let outcome = Outcome(session.call_with(&args.tool, arguments, call_options).await);
     progress.finish();
@@ -284,11 +395,20 @@ async fn call_and_resolve(
     })?;
     let mut resolutions = Vec::new();
     while let Some(top) = session.store().and_then(|s| s.peek()) {
-        let (decision, reason) = decide(args.decision_flags(), &top.label, output)?;
+        if interrupt.cancel.is_cancelled() {
+            break;
+        }
+        interrupt.prompting.store(true, Ordering::SeqCst);
+        let decided = decide(args.decision_flags(), &top.label, output);
+        interrupt.prompting.store(false, Ordering::SeqCst);
+        let (decision, reason) = decided?;
+        if interrupt.cancel.is_cancelled() {
+            break;
+        }
         let arguments = json!({"action": decision.as_str(), "reason": reason});
         let outcome = Outcome(
             session
-                .call_with(RESOLVE_TOOL_NAME, arguments, options(timeout))
+                .call_with(RESOLVE_TOOL_NAME, arguments, options(timeout, interrupt))
                 .await,
         );
         output.step(&outcome)?;

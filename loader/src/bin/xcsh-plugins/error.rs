@@ -16,13 +16,17 @@ pub enum CliError {
     Usage(String),
     /// Something failed while carrying out a valid request (exit 1).
     Failure(String),
+    /// A signal ended the command (exit 128 + the signal's number: 129, 130, 143).
+    Interrupted { code: u8, message: String },
 }
 
 impl CliError {
     /// What went wrong, naming the thing and the cause.
     pub fn message(&self) -> &str {
         match self {
-            CliError::Usage(message) | CliError::Failure(message) => message,
+            CliError::Usage(message)
+            | CliError::Failure(message)
+            | CliError::Interrupted { message, .. } => message,
         }
     }
 
@@ -31,6 +35,7 @@ impl CliError {
         match self {
             CliError::Usage(_) => ExitCode::from(2),
             CliError::Failure(_) => ExitCode::FAILURE,
+            CliError::Interrupted { code, .. } => ExitCode::from(*code),
         }
     }
 }
