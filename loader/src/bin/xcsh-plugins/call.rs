@@ -311,9 +311,9 @@ async fn on_signal(session: Arc<Session>, interrupt: Interrupt) {
     }
     let rejected = session.close().await;
     eprintln!(
-        "interrupted ({}): rejected {} pending action(s); nothing was applied without a decision",
-        signal.name(),
-        rejected.len()
+        "interrupted: rejected {} pending action(s); nothing was applied without a decision ({})",
+        rejected.len(),
+        signal.name()
     );
     for outcome in rejected {
         eprintln!("  {}", sanitize(&outcome.text()));
