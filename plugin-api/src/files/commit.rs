@@ -51,8 +51,6 @@ enum Planned {
         backup: PathBuf,
         /// The temporary file's identity, once written.
         new: Option<FileId>,
-        /// The old content was exchanged to `temp` (rather than linked to `backup`).
-        exchanged: bool,
     },
     Rename {
         from: PathBuf,
@@ -148,7 +146,6 @@ fn check(root: &Path, changes: Vec<Change>) -> Result<Vec<Planned>, CommitError>
                     temp: PathBuf::new(),
                     backup: PathBuf::new(),
                     new: None,
-                    exchanged: false,
                 });
             }
             Change::Rename { from, to } => {
@@ -511,7 +508,7 @@ impl Commit {
             // Cancelled midway: `Drop` undoes the renames done (a cancelled commit changes
             // nothing, so what the caller is told is always true).
             cancel.check()?;
-            if let Err(source) = do_change(&mut self.planned[index]) {
+            if let Err(source) = entry(&self.planned[index]).make() {
                 let what = describe(&self.root, &self.planned[index]);
                 let undo_failed = self.undo();
                 self.discard();
@@ -573,7 +570,7 @@ impl Commit {
         let done = self.renamed.take().unwrap_or(0);
         let mut failed = Vec::new();
         for planned in self.planned[..done].iter().rev() {
-            if let Err(e) = undo_change(planned) {
+            if let Err(e) = entry(planned).undo() {
                 failed.push(format!("{}: {e}", describe(&self.root, planned)));
             }
         }
@@ -666,53 +663,6 @@ fn describe(root: &Path, planned: &Planned) -> String {
             format!("renaming {} to {}", shown(root, from), shown(root, to))
         }
         Planned::Remove { target, .. } => format!("removing {}", shown(root, target)),
-    }
-}
-
-/// Make one change. A replaced file's old content is kept for an undo: exchanged to the
-/// temporary name (one atomic call), or linked to the backup name where exchange is missing.
-fn do_change(planned: &mut Planned) -> io::Result<()> {
-    match planned {
-        Planned::Write {
-            target,
-            temp,
-            backup,
-            old,
-            exchanged,
-            ..
-        } => {
-            if old.is_none() {
-                return fsops::rename_noreplace(temp, target);
-            }
-            if fsops::exchange(temp, target)? {
-                *exchanged = true;
-                return Ok(());
-            }
-            fs::hard_link(&*target, &*backup)?;
-            fs::rename(&*temp, &*target)
-        }
-        Planned::Rename { from, to, .. } => fsops::rename_noreplace(from, to),
-        Planned::Remove { target, backup, .. } => fsops::rename_noreplace(target, backup),
-    }
-}
-
-/// Undo one change made by [`do_change`].
-fn undo_change(planned: &Planned) -> io::Result<()> {
-    match planned {
-        Planned::Write {
-            target,
-            temp,
-            backup,
-            old,
-            exchanged,
-            ..
-        } => match (old, exchanged) {
-            (None, _) => fs::remove_file(target),
-            (Some(_), true) => fs::rename(temp, target),
-            (Some(_), false) => fs::rename(backup, target),
-        },
-        Planned::Rename { from, to, .. } => fsops::rename_noreplace(to, from),
-        Planned::Remove { target, backup, .. } => fsops::rename_noreplace(backup, target),
     }
 }
 

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::fsops::FileId;
+use super::fsops::{self, FileId};
 
 /// The journal's file in a commit's directory. Present and whole means the commit is decided:
 /// every new content is durable, and the renames may begin (or have).
@@ -63,6 +63,59 @@ pub(super) enum Entry {
         backup: PathBuf,
         file: FileId,
     },
+}
+
+impl Entry {
+    /// Make the change (a commit's rename step, or recovery completing one). A replaced
+    /// file's old content is kept for an undo: exchanged to the temporary name (one atomic
+    /// call), or linked to the backup name where exchange is missing.
+    pub fn make(&self) -> io::Result<()> {
+        match self {
+            Entry::Write {
+                target,
+                temp,
+                backup,
+                old,
+                ..
+            } => {
+                if old.is_none() {
+                    return fsops::rename_noreplace(temp, target);
+                }
+                if fsops::exchange(temp, target)? {
+                    return Ok(());
+                }
+                fs::hard_link(target, backup)?;
+                fs::rename(temp, target)
+            }
+            Entry::Rename { from, to, .. } => fsops::rename_noreplace(from, to),
+            Entry::Remove { target, backup, .. } => fsops::rename_noreplace(target, backup),
+        }
+    }
+
+    /// Undo the change once made: the old content is at the temporary name (exchanged) or at
+    /// the backup name (linked), told by its identity.
+    pub fn undo(&self) -> io::Result<()> {
+        match self {
+            Entry::Write {
+                target,
+                temp,
+                backup,
+                old,
+                ..
+            } => match old {
+                None => fs::remove_file(target),
+                Some(old) => {
+                    let source = [temp, backup]
+                        .into_iter()
+                        .find(|p| fsops::identity_at(p) == Some(*old))
+                        .ok_or_else(|| io::Error::other("its old content is gone"))?;
+                    fs::rename(source, target)
+                }
+            },
+            Entry::Rename { from, to, .. } => fsops::rename_noreplace(to, from),
+            Entry::Remove { target, backup, .. } => fsops::rename_noreplace(backup, target),
+        }
+    }
 }
 
 /// Files outside the commit's directory that a commit may leave (see [`INTENT_FILE`]).

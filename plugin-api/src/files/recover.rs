@@ -149,7 +149,7 @@ fn settle(entries: &[Entry]) -> RecoveryOutcome {
         let mut failure = None;
         for (index, entry) in entries.iter().enumerate() {
             if done[index] == State::ToDo {
-                match forward(entry) {
+                match entry.make() {
                     Ok(()) => done[index] = State::Done,
                     Err(e) => {
                         failure = Some(format!("{}: {e}", name(entry)));
@@ -181,7 +181,7 @@ fn undo_all(entries: &[Entry], states: &[State], cause: Option<String>) -> Recov
     let mut failed = Vec::new();
     for (entry, state) in entries.iter().zip(states).rev() {
         if *state == State::Done {
-            if let Err(e) = back(entry) {
+            if let Err(e) = entry.undo() {
                 failed.push(format!("{}: {e}", name(entry)));
             }
         }
@@ -241,55 +241,6 @@ fn state(entry: &Entry) -> State {
                 State::Lost
             }
         }
-    }
-}
-
-/// Make a change that was not done yet.
-fn forward(entry: &Entry) -> io::Result<()> {
-    match entry {
-        Entry::Write {
-            target,
-            temp,
-            backup,
-            old,
-            ..
-        } => {
-            if old.is_none() {
-                return fsops::rename_noreplace(temp, target);
-            }
-            if fsops::exchange(temp, target)? {
-                return Ok(());
-            }
-            fs::hard_link(target, backup)?;
-            fs::rename(temp, target)
-        }
-        Entry::Rename { from, to, .. } => fsops::rename_noreplace(from, to),
-        Entry::Remove { target, backup, .. } => fsops::rename_noreplace(target, backup),
-    }
-}
-
-/// Undo a change that was done: the old content is at the temporary name (exchanged) or at
-/// the backup name (linked).
-fn back(entry: &Entry) -> io::Result<()> {
-    match entry {
-        Entry::Write {
-            target,
-            temp,
-            backup,
-            old,
-            ..
-        } => match old {
-            None => fs::remove_file(target),
-            Some(old) => {
-                let source = [temp, backup]
-                    .into_iter()
-                    .find(|p| identity_at(p) == Some(*old))
-                    .ok_or_else(|| io::Error::other("its old content is gone"))?;
-                fs::rename(source, target)
-            }
-        },
-        Entry::Rename { from, to, .. } => fsops::rename_noreplace(to, from),
-        Entry::Remove { target, backup, .. } => fsops::rename_noreplace(backup, target),
     }
 }
 
