@@ -74,7 +74,8 @@ enum Change {
     Write {
         path: PathBuf,
         content: Vec<u8>,
-        seen: Option<Seen>,
+        /// The metadata the caller read the file with ([`FileChanges::write_if_unchanged`]).
+        seen: Option<Box<std::fs::Metadata>>,
     },
     Rename {
         from: PathBuf,
@@ -209,7 +210,7 @@ impl FileChanges {
         self.changes.push(Change::Write {
             path,
             content: content.into(),
-            seen: Some(Seen::of(seen)),
+            seen: Some(Box::new(seen.clone())),
         });
         self
     }
