@@ -1,5 +1,5 @@
-//! An apply killed after any step of its commit is finished or undone as a whole by the next
-//! session, through the real `xcsh-plugins` binary (issue 34, fault injection).
+//! An apply killed after any step of its commit is finished or undone as a whole, through the
+//! real `xcsh-plugins` binary (issue 34, fault injection).
 //!
 //! `XCSH_TEST_CRASH_COMMIT_AT=N` makes the committing process abort right after step N (no
 //! clean-up runs, as under `SIGKILL` or a power loss). For N = 1, 2, ... until a run completes,
@@ -11,8 +11,10 @@
 //! steps, one by one, so a sweep in which nothing crashed cannot pass.
 //!
 //! `ast_edit` is built into the CLI (its commit runs in the CLI's process); the sample
-//! `batch_rename_preview` is the real `.so`, run in-process and in a plugin process (there the
-//! variable reaches the plugin only through `--pass-env`, and the CLI survives the crash).
+//! `batch_rename_preview` is the real `.so`, run in-process and in a plugin process. There the
+//! variable reaches the plugin only through `--pass-env`, the CLI survives the crash, and it
+//! finishes or undoes the apply itself before it exits: the tree is whole right after it, and
+//! the next session finds nothing to do.
 
 #![cfg(unix)]
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
@@ -64,12 +66,22 @@ fn steps(writes: usize, changes: usize) -> Vec<String> {
     steps
 }
 
+/// Who finishes or undoes an apply whose committing process died.
+#[derive(Clone, Copy)]
+enum Recovery {
+    /// The next session in that directory (the committing process was the CLI).
+    NextSession,
+    /// The CLI itself, as soon as the plugin process that was applying is gone.
+    SameCommand,
+}
+
 /// Run `apply` with its crash point at step 1, 2, ... on a fresh copy of `original`, until a
 /// run completes (it must leave `applied`); after each crash (`crashed` tells one from any
-/// other failure) recover with `list` and see which state the tree came back in.
+/// other failure) see which state `recovery` brought the tree back to.
 fn sweep(
     original: &Snapshot,
     applied: &Snapshot,
+    recovery: Recovery,
     apply: impl Fn(&Path, u32) -> Output,
     crashed: impl Fn(&Output) -> bool,
 ) -> Vec<Crash> {
@@ -93,13 +105,39 @@ fn sweep(
             .and_then(|line| line.strip_suffix(')'))
             .unwrap_or_else(|| panic!("no crash at step {step} reported: {all}"))
             .to_owned();
-        // The process died with its journal in place: recovery has something to do.
-        assert!(dir.path().join(".xcsh/apply-journal").is_dir(), "{all}");
-        let recovery = list(dir.path());
-        let said = String::from_utf8_lossy(&recovery.stderr);
-        assert!(said.contains("an interrupted apply"), "step {step}: {said}");
-        let context = format!("after a crash at step {step} ({what}) and recovery");
-        let recovered = state_of(&snapshot(dir.path()), original, applied, &context);
+        let journal = dir.path().join(".xcsh/apply-journal");
+        let recovered = match recovery {
+            Recovery::NextSession => {
+                // The process died with its journal in place: recovery has something to do.
+                assert!(journal.is_dir(), "{all}");
+                let next = list(dir.path());
+                let said = String::from_utf8_lossy(&next.stderr);
+                assert!(said.contains("an interrupted apply"), "step {step}: {said}");
+                let context = format!("after a crash at step {step} ({what}) and recovery");
+                state_of(&snapshot(dir.path()), original, applied, &context)
+            }
+            Recovery::SameCommand => {
+                // Only the plugin's process died: the CLI recovered at once and said so.
+                assert!(all.contains("while applying"), "step {step}: {all}");
+                assert!(all.contains("an interrupted apply"), "step {step}: {all}");
+                assert!(!journal.exists(), "step {step}: {all}");
+                let context = format!("after a crash at step {step} ({what})");
+                let state = state_of(&snapshot(dir.path()), original, applied, &context);
+                // The next session finds nothing left to do.
+                let next = list(dir.path());
+                let said = String::from_utf8_lossy(&next.stderr);
+                assert!(
+                    !said.contains("an interrupted apply"),
+                    "step {step}: {said}"
+                );
+                let context = format!("{context}, then list");
+                assert_eq!(
+                    state_of(&snapshot(dir.path()), original, applied, &context),
+                    state
+                );
+                state
+            }
+        };
         crashes.push(Crash {
             step,
             what,
@@ -169,6 +207,7 @@ fn ast_edit_crashed_at_every_step_comes_back_whole() {
     let crashes = sweep(
         &original,
         &applied,
+        Recovery::NextSession,
         |dir, step| {
             let args = r#"{"ops":[{"pat":"foo($A)","out":"bar($A)"}]}"#;
             cli(dir, &["call", "ast_edit", args, "--apply"])
@@ -237,6 +276,7 @@ fn batch_rename_in_process_crashed_at_every_step_comes_back_whole() {
     let crashes = sweep(
         &rename_tree(),
         &renamed(),
+        Recovery::NextSession,
         |dir, step| batch_rename(dir, step, &["--isolation", "in-process"]),
         |output| output.status.signal() == Some(SIGABRT),
     );
@@ -251,12 +291,13 @@ fn batch_rename_in_a_plugin_process_crashed_at_every_step_comes_back_whole() {
     let crashes = sweep(
         &rename_tree(),
         &renamed(),
+        Recovery::SameCommand,
         |dir, step| {
             let isolation = ["--isolation", "process", "--pass-env", CRASH_AT_ENV];
             batch_rename(dir, step, &isolation)
         },
         // The plugin's process aborted (its own stderr line says so), the CLI did not: it
-        // reports the apply failed.
+        // reports the apply failed, and what it then did with the interrupted commit.
         |output| {
             let all = text(output);
             output.status.code() == Some(1)
