@@ -273,6 +273,32 @@ pub fn action_orphaned(label: &str, path: &Path, cause: &str) -> String {
     )
 }
 
+/// `apply` of an isolated plugin's action whose process ended while running it; `recovered`:
+/// what recovery then did with the interrupted commits in the working directory, `left`:
+/// whether a journal is still there (another commit running kept recovery out).
+pub fn apply_cut_short(
+    label: &str,
+    path: &Path,
+    cause: &str,
+    recovered: &[xcsh_plugin_api::files::Recovered],
+    left: bool,
+) -> String {
+    let what = if !recovered.is_empty() {
+        let told: Vec<String> = recovered.iter().map(ToString::to_string).collect();
+        told.join("; ")
+    } else if left {
+        "an apply it left interrupted is finished or undone by the next session in this \
+         directory"
+            .to_owned()
+    } else {
+        "it left no interrupted apply: nothing was applied".to_owned()
+    };
+    format!(
+        "The process of plugin {} ended ({cause}) while applying \"{label}\"; {what}",
+        path.display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

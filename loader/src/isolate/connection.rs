@@ -98,6 +98,14 @@ pub(super) struct Hello {
     pub confinement: Option<Confinement>,
 }
 
+/// Why an apply or reject got no answer.
+pub(super) struct NoAnswer {
+    /// How the child ended.
+    pub cause: String,
+    /// Whether it had been sent: the child may have been running it when it ended.
+    pub sent: bool,
+}
+
 /// How a call on a child ended.
 pub(super) enum CallEnd {
     /// The child answered.
@@ -165,6 +173,9 @@ pub(super) struct Connection {
     last_used: Mutex<Instant>,
     /// The child's process id (for the log).
     pub pid: Option<u32>,
+    /// The session's working directory (where an apply the child was running journals its
+    /// commit).
+    pub cwd: PathBuf,
 }
 
 impl Drop for Connection {
@@ -294,6 +305,7 @@ impl Connection {
                 crash_noted: AtomicBool::new(false),
                 last_used: Mutex::new(Instant::now()),
                 pid,
+                cwd: launch.cwd.clone(),
             }
         });
         tokio::spawn(reap(child, stops, output, Arc::clone(&shared)));
@@ -442,21 +454,22 @@ impl Connection {
     pub(super) async fn resolve(
         &self,
         message: impl FnOnce(u64) -> HostMessage,
-    ) -> Result<Resolution, String> {
+    ) -> Result<Resolution, NoAnswer> {
         let request = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, answer) = oneshot::channel();
         {
             let mut requests = lock(&self.shared.requests);
             if let Some(cause) = self.ended() {
-                return Err(cause);
+                return Err(NoAnswer { cause, sent: false });
             }
             requests.insert(request, sender);
         }
         self.send(message(request));
-        match answer.await {
+        let outcome = match answer.await {
             Ok(outcome) => outcome,
             Err(_) => Err(self.ended().unwrap_or_else(|| "ended".to_owned())),
-        }
+        };
+        outcome.map_err(|cause| NoAnswer { cause, sent: true })
     }
 }
 

@@ -4,7 +4,9 @@
 //! The session's store stays the host's: LIFO order, labels, details and steering are exactly
 //! those of in-process actions. When the proxy is dropped unresolved (a cleared store, an
 //! ended session) the child is told to drop the real action; when the child is gone, apply
-//! and reject fail and say that nothing was applied.
+//! and reject fail and say that nothing was applied. When it ended during an apply, an
+//! interrupted commit of staged file changes it left is finished or undone right away (the
+//! recovery every new session runs), and the error says which.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use serde_json::Value;
 
 use super::connection::Connection;
 use super::protocol::{HostMessage, Resolution};
-use crate::messages::action_orphaned;
+use crate::messages::{action_orphaned, apply_cut_short};
 use crate::store::{ApplyFn, BoxFuture, PendingAction};
 use crate::tool::ToolError;
 
@@ -51,13 +53,41 @@ impl ActionHandle {
         self.settled.store(true, Ordering::SeqCst);
         let resolution = self.connection.resolve(message).await;
         self.connection.touch();
-        let resolution = resolution.map_err(|cause| {
-            ToolError::new(action_orphaned(&self.label, &self.connection.path, &cause))
-        })?;
+        let resolution = match resolution {
+            Ok(resolution) => resolution,
+            Err(gone) if apply && gone.sent => {
+                return Err(ToolError::new(self.apply_cut_short(&gone.cause).await))
+            }
+            Err(gone) => {
+                return Err(ToolError::new(action_orphaned(
+                    &self.label,
+                    &self.connection.path,
+                    &gone.cause,
+                )))
+            }
+        };
         if apply && matches!(resolution, Resolution::Failed { .. }) {
             self.settled.store(false, Ordering::SeqCst);
         }
         Ok(resolution)
+    }
+
+    /// The child ended while it had the apply: it may have been committing staged file
+    /// changes, and left their journal. Its process is gone, so nothing is committing there
+    /// any more (a commit of another process still running keeps recovery out): finish or
+    /// undo it now, as the next session would, and say which.
+    async fn apply_cut_short(&self, cause: &str) -> String {
+        let cwd = self.connection.cwd.clone();
+        let recover = move || crate::session::recovery::recover_interrupted_applies(&cwd);
+        let recovered = tokio::task::spawn_blocking(recover)
+            .await
+            .unwrap_or_default();
+        let left = self
+            .connection
+            .cwd
+            .join(xcsh_plugin_api::files::JOURNAL_DIR)
+            .exists();
+        apply_cut_short(&self.label, &self.connection.path, cause, &recovered, left)
     }
 }
 

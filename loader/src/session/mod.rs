@@ -16,7 +16,7 @@ mod definitions;
 mod idle;
 #[cfg(target_os = "linux")]
 mod isolated;
-mod recovery;
+pub(crate) mod recovery;
 mod registry;
 mod reload;
 

@@ -14,8 +14,10 @@
 //! under it: an apply that commits staged file changes (`ast_edit`, `batch_rename`) then
 //! undoes whatever it had done and removes its temporary files, the session rejects what is
 //! still pending, and the command exits 130, 143 or 129. An apply that had already finished
-//! is reported as applied. A second signal ends the process at once (an apply cut short
-//! there is finished or undone by the next session's recovery).
+//! is reported as applied; when the signal cut nothing short (it came once the call and every
+//! resolve had succeeded), the command ends as it would have without it, 0. A second signal
+//! ends the process at once (an apply cut short there is finished or undone by the next
+//! session's recovery).
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -210,12 +212,35 @@ pub async fn run(
         tracing::info!("rejected at exit: {}", outcome.text());
     }
     match interrupt.signal() {
-        Some(signal) => Err(CliError::Interrupted {
-            code: signal.code(),
-            message: interrupted_message(signal, report.as_ref().ok(), rejected.len()),
-        }),
+        Some(signal) if cut_short(report.as_ref().ok(), rejected.len()) => {
+            Err(CliError::Interrupted {
+                code: signal.code(),
+                message: interrupted_message(signal, report.as_ref().ok(), rejected.len()),
+            })
+        }
+        Some(signal) => {
+            eprintln!(
+                "{} came once the call and its resolves had completed: nothing was undone",
+                signal.name()
+            );
+            report
+        }
         None => report,
     }
+}
+
+/// Whether the signal cut the command short: the call or a resolve failed (one the signal
+/// cancelled fails), or actions were left pending (rejected on the way out). A signal that
+/// came when everything had already succeeded (an apply that completed, its result being
+/// shown) changed nothing, so the command ends as without it: saying 130 there would tell a
+/// script that nothing was applied when everything was.
+fn cut_short(report: Option<&CallReport>, rejected: usize) -> bool {
+    let Some(report) = report else {
+        return true;
+    };
+    rejected > 0
+        || report.outcome.0.is_error
+        || report.resolutions.iter().any(|r| r.outcome.0.is_error)
 }
 
 /// A signal that ends a command: its name and the exit status that says so (128 + number).
