@@ -24,7 +24,9 @@ pub struct Recovered {
     pub journal: PathBuf,
     /// What recovery did.
     pub outcome: RecoveryOutcome,
-    /// The files the commit was changing (targets and rename sources).
+    /// How many changes the commit had journaled (0 when it had not decided).
+    pub changes: usize,
+    /// The files the commit was changing (targets, and both names of a rename).
     pub files: Vec<PathBuf>,
 }
 
@@ -48,11 +50,11 @@ pub enum RecoveryOutcome {
 
 impl std::fmt::Display for Recovered {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.files.len();
+        let n = self.changes;
         match &self.outcome {
             RecoveryOutcome::Discarded => write!(
                 f,
-                "an interrupted apply of {n} file change(s) had changed nothing; its temporary files were removed"
+                "an interrupted apply had changed nothing; its temporary files were removed"
             ),
             RecoveryOutcome::Completed => write!(
                 f,
@@ -109,6 +111,7 @@ fn recover_commit(dir: &Path) -> Recovered {
         return Recovered {
             journal: dir.to_path_buf(),
             outcome: RecoveryOutcome::Discarded,
+            changes: 0,
             files: Vec::new(),
         };
     };
@@ -137,6 +140,7 @@ fn recover_commit(dir: &Path) -> Recovered {
     Recovered {
         journal: dir.to_path_buf(),
         outcome,
+        changes: journal.entries.len(),
         files,
     }
 }
