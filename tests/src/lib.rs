@@ -16,6 +16,7 @@ pub mod mcp;
 pub mod node;
 #[cfg(unix)]
 pub mod reload;
+pub mod tree;
 
 /// Every plugin package in the workspace.
 pub const PLUGIN_PACKAGES: &[&str] = &[
