@@ -146,10 +146,16 @@ where
             in_flight.cancel_all();
         }
     });
-    let service = server
+    let service = match server
         .serve((input::Watched::new(reader, closed), writer))
         .await
-        .map_err(|e| McpError::Start(e.to_string()))?;
+    {
+        Ok(service) => service,
+        Err(error) => {
+            on_close.abort();
+            return Err(McpError::Start(error.to_string()));
+        }
+    };
     let session = Arc::clone(&service.service().session);
     let reloads = tokio::spawn(watch_plugins(
         service.service().clone(),
