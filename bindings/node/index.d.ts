@@ -23,13 +23,20 @@ export interface NativePendingAction {
    * one does not: the action may then be rejected, or applied again (the plugin's apply runs
    * again when the plugin made it retryable; otherwise this rejects with an error naming the
    * first failure and saying to discard the action or preview the change again).
+   *
+   * `signal` aborts it: the plugin's apply is dropped where it runs (in its process too), so an
+   * apply that commits staged file changes (`batch_rename`, `ast_edit`) undoes them and removes
+   * its temporary files; once it has, this rejects with `apply of "{label}" was cancelled; the
+   * action is still pending`, and nothing was changed. An apply that had completed before the
+   * abort reached it resolves with its result (everything was changed).
    */
-  apply(reason: string): Promise<NativeToolResult>;
+  apply(reason: string, signal?: AbortSignal): Promise<NativeToolResult>;
   /**
    * Runs the plugin's `reject` and settles the action; `undefined` when the plugin gave none, or
    * when an older plugin's failed apply took it (the runtime's default "Discarded" text stands).
+   * `signal` aborts it (it then rejects with `reject of "{label}" was cancelled; …`).
    */
-  reject(reason: string): Promise<NativeToolResult | undefined>;
+  reject(reason: string, signal?: AbortSignal): Promise<NativeToolResult | undefined>;
 }
 
 /** What the factory reads from xcsh's `CustomToolAPI` (`pi`), and nothing more. */

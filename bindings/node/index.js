@@ -291,6 +291,7 @@ class PluginSession {
     this.closing = null;
     this.onClosed = null;
     this.nextCall = 0;
+    this.nextAbort = 0;
     this.updateHandlers = new Map();
     // Running calls' promise settlers, by call number; the addon answers each exactly once
     // through `settle` (one thread-safe function for the session, not one per call).
@@ -375,11 +376,12 @@ class PluginSession {
   /// The runtime's view of native action `id`. Only a successful `apply` or a `reject`
   /// settles it: after a failed apply the runtime (xcsh's keeps such a preview pending) may
   /// reject it, or apply it again (the plugin's apply runs again when the plugin made it
-  /// retryable; otherwise the error names the first failure).
+  /// retryable; otherwise the error names the first failure). An `AbortSignal` aborts the
+  /// apply or reject where it runs: an aborted apply is undone and leaves the action pending.
   action(id, label, sourceToolName, detailsJson, hasReject) {
     const session = this;
     let state = "pending"; // "pending" | "running" | "applied" | "discarded"
-    const settle = async (apply, reason) => {
+    const settle = async (apply, reason, signal) => {
       if (state === "running") {
         throw new Error(`Pending action "${label}" is being resolved; wait until it finishes`);
       }
@@ -390,8 +392,16 @@ class PluginSession {
       }
       state = "running";
       let outcome = apply ? "pending" : "discarded";
+      const watching = signal && typeof signal.addEventListener === "function";
+      const abortNumber = watching ? (session.nextAbort = (session.nextAbort + 1) >>> 0) : undefined;
+      const abort = () => session.native.abortSettle(abortNumber);
       try {
-        const result = parseResult(await session.native.settle(id, apply, String(reason ?? "")));
+        const settling = session.native.settle(id, apply, String(reason ?? ""), abortNumber);
+        if (watching) {
+          signal.addEventListener("abort", abort, { once: true });
+          if (signal.aborted) abort();
+        }
+        const result = parseResult(await settling);
         if (apply) outcome = "applied";
         return result;
       } catch (error) {
@@ -403,14 +413,15 @@ class PluginSession {
         }
         throw error;
       } finally {
+        if (watching) signal.removeEventListener("abort", abort);
         state = outcome;
       }
     };
     const action = {
       label,
       sourceToolName,
-      apply: (reason) => settle(true, reason),
-      reject: (reason) => settle(false, reason),
+      apply: (reason, signal) => settle(true, reason, signal),
+      reject: (reason, signal) => settle(false, reason, signal),
     };
     if (detailsJson !== null && detailsJson !== undefined) action.details = JSON.parse(detailsJson);
     return action;

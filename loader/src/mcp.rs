@@ -18,8 +18,18 @@
 //! every [`RELOAD_INTERVAL`], and before each call of a changed plugin's tool. When the tools
 //! a client would list changed, the server sends `notifications/tools/list_changed`.
 //!
+//! A client that cancels a running call (`notifications/cancelled`) gets no response to it, as
+//! the protocol says; the server sends it a log message (level `notice`) saying how the call
+//! ended: for a `resolve`, whether its apply was undone (`"completed": false`) or had completed
+//! before the cancellation reached it. A client that closes its input has every call still
+//! running cancelled at once; the server waits until each has ended (an apply undoes what it
+//! had done) before it ends the session and returns, and logs how each ended on stderr.
+//!
 //! [`serve`] runs the protocol over any byte streams; the `xcsh-plugins mcp` command runs it
 //! on stdio.
+
+mod in_flight;
+mod input;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -37,10 +47,12 @@ use serde_json::{json, Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::resolve::steering::forced_tool_choice;
+use crate::tool::GRACE_PERIOD;
 use crate::{
     CallOptions, CancelToken, Content, Provider, Session, ToolOutcome, ToolSpec, RESOLVE_REMINDER,
     RESOLVE_TOOL_NAME,
 };
+use in_flight::InFlight;
 
 /// Keep a private copy of stdout for the protocol, then point fd 1 at stderr: anything else
 /// that writes to stdout (a plugin's `println!`, a C library) lands in the log instead. Call
@@ -95,6 +107,9 @@ pub const META_DETAILS: &str = "xcsh/details";
 /// How often the server looks for changed plugin files.
 pub const RELOAD_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How long the server waits, once its client is gone, for the calls it cancelled to end.
+const CALLS_END_LIMIT: Duration = Duration::from_secs(5);
+
 /// Told to the client at `initialize` when `resolve` is registered.
 const INSTRUCTIONS: &str = "Some tools only preview their changes and leave a pending action. \
 While anything is pending, call the `resolve` tool (action \"apply\" or \"discard\", with a \
@@ -112,6 +127,9 @@ pub enum McpError {
 }
 
 /// Serve `session` over MCP on `reader`/`writer` until the client disconnects.
+///
+/// When the client closes its input, the calls still running are cancelled at once, and this
+/// returns only once they have ended (or after a bound), the session ended.
 pub async fn serve<R, W>(session: Session, reader: R, writer: W) -> Result<QuitReason, McpError>
 where
     R: AsyncRead + Send + Unpin + 'static,
@@ -119,10 +137,25 @@ where
 {
     let server = McpServer::new(session);
     tracing::info!(tools = server.listing().tools.len(), "serving MCP");
-    let service = server
-        .serve((reader, writer))
+    let in_flight = Arc::clone(&server.in_flight);
+    let closed = CancelToken::new();
+    let on_close = tokio::spawn({
+        let (closed, in_flight) = (closed.clone(), Arc::clone(&in_flight));
+        async move {
+            closed.cancelled().await;
+            in_flight.cancel_all();
+        }
+    });
+    let service = match server
+        .serve((input::Watched::new(reader, closed), writer))
         .await
-        .map_err(|e| McpError::Start(e.to_string()))?;
+    {
+        Ok(service) => service,
+        Err(error) => {
+            on_close.abort();
+            return Err(McpError::Start(error.to_string()));
+        }
+    };
     let session = Arc::clone(&service.service().session);
     let reloads = tokio::spawn(watch_plugins(
         service.service().clone(),
@@ -135,10 +168,20 @@ where
     // The watcher holds the session too: stop it before taking the session back.
     reloads.abort();
     let _ = reloads.await;
+    on_close.abort();
+    // Whatever ended the protocol, nothing is left running under the exit: calls still running
+    // are cancelled (an apply undoes what it did) and waited for.
+    in_flight.cancel_all();
+    if !in_flight.all_ended(CALLS_END_LIMIT).await {
+        tracing::warn!(
+            "calls cancelled at the end of input still run after {}s; ending anyway",
+            CALLS_END_LIMIT.as_secs()
+        );
+    }
     // End of input (or a stop): whatever is still pending is rejected, newest first, and
     // the plugin processes are stopped and waited for. A call still running holds the
     // session; then only the rejecting happens here, and the processes end with the session.
-    let rejected = match Arc::try_unwrap(session) {
+    let rejected = match take_back(session).await {
         Ok(session) => session.shutdown().await,
         Err(session) => session.close().await,
     };
@@ -150,6 +193,20 @@ where
         );
     }
     quit
+}
+
+/// The session, once the request handlers that held it are gone (they end right after their
+/// call did); the shared session when one still holds it after the grace period.
+async fn take_back(mut session: Arc<Session>) -> Result<Session, Arc<Session>> {
+    let deadline = tokio::time::Instant::now() + GRACE_PERIOD;
+    loop {
+        match Arc::try_unwrap(session) {
+            Ok(owned) => return Ok(owned),
+            Err(shared) if tokio::time::Instant::now() >= deadline => return Err(shared),
+            Err(shared) => session = shared,
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// Every [`RELOAD_INTERVAL`]: reload the plugin files that changed, log what came of it, and
@@ -174,6 +231,8 @@ pub struct McpServer {
     announced: Arc<AtomicU64>,
     /// The least severe log level the client wants (`logging/setLevel`), as [`log_rank`].
     log_level: Arc<AtomicU8>,
+    /// The calls running now.
+    in_flight: Arc<InFlight>,
 }
 
 /// The tools a client sees, for one generation of the session's tools.
@@ -212,6 +271,7 @@ impl McpServer {
             session: Arc::new(session),
             listing: Arc::new(Mutex::new(listing)),
             log_level: Arc::new(AtomicU8::new(0)),
+            in_flight: Arc::default(),
         }
     }
 
@@ -281,7 +341,8 @@ impl McpServer {
                 return Err(ErrorData::invalid_params(message, Some(data)));
             }
         }
-        let cancel = CancelToken::new();
+        let running = self.in_flight.start();
+        let cancel = running.cancel.clone();
         let progress = context
             .meta
             .get_progress_token()
@@ -295,7 +356,13 @@ impl McpServer {
         let call = self.session.call_with(name, arguments, options);
         tokio::pin!(call);
         let outcome = tokio::select! {
-            outcome = &mut call => outcome,
+            outcome = &mut call => {
+                // Cancelled as it ended: rmcp drops the response, so say how it ended.
+                if context.ct.is_cancelled() {
+                    self.report_cancelled(context, name, &outcome).await;
+                }
+                outcome
+            }
             () = context.ct.cancelled() => {
                 tracing::info!(tool = name, id = %context.id, "call cancelled by the client");
                 cancel.cancel();
@@ -303,14 +370,63 @@ impl McpServer {
                 // that was interrupted has consumed its action); the response is not sent.
                 let outcome = call.await;
                 tracing::info!(tool = name, id = %context.id, "cancelled call ended");
+                self.report_cancelled(context, name, &outcome).await;
                 outcome
             }
         };
+        if self.in_flight.closing() {
+            let how = if outcome.is_error {
+                "ended"
+            } else {
+                "had completed"
+            };
+            tracing::warn!(
+                tool = name,
+                id = %context.id,
+                "the client closed its input while the call ran; it {how}: {}",
+                outcome.text()
+            );
+        }
+        drop(running);
         if let Some(progress) = progress {
             // The last update the rate limit held back goes out before the result.
             progress.finish().await;
         }
         Ok(outcome)
+    }
+
+    /// Tell the client how a call it cancelled ended (it gets no response): a log message,
+    /// level `notice`, whose `completed` is whether the call's result stands (a `resolve`
+    /// whose apply had completed before the cancellation reached it) or not (it was stopped;
+    /// an apply was undone).
+    #[allow(deprecated)] // MCP logging: SEP-2577 deprecates it; clients still use it.
+    async fn report_cancelled(
+        &self,
+        context: &RequestContext<RoleServer>,
+        name: &str,
+        outcome: &ToolOutcome,
+    ) {
+        if log_rank(LogLevel::Notice) < self.log_level.load(Ordering::Relaxed) {
+            return;
+        }
+        let completed = !outcome.is_error;
+        let how = if completed {
+            "was cancelled, but it had completed"
+        } else {
+            "was cancelled"
+        };
+        let data = json!({
+            "message": format!("tools/call {} ({name}) {how}: {}", context.id, outcome.text()),
+            "requestId": context.id.to_string(),
+            "tool": name,
+            "completed": completed,
+            "text": outcome.text(),
+        });
+        let message = rmcp::model::LoggingMessageNotificationParam::new(LogLevel::Notice, data)
+            .with_logger(LOGGER);
+        if let Err(error) = context.peer.notify_logging_message(message).await {
+            tracing::debug!(%error, "cannot tell the client how a cancelled call ended");
+        }
     }
 
     /// The MCP result for an outcome, with the pending-action steering (`_meta` keys above, reminder last).

@@ -127,6 +127,15 @@ pub const CALL_ABANDONED: &str = "the call was abandoned";
 /// killed after the grace period.
 pub const PLUGIN_PROCESS_STOPPED: &str = "its plugin process was stopped";
 
+/// Why a plugin process's apply failed when the host gave up on it (a cancelled or timed-out
+/// `resolve`): its future was dropped, so a commit of staged file changes was undone. The
+/// action stays, as after a failed apply; the host's own message says what `resolve` did.
+pub const APPLY_CANCELLED: &str =
+    "the apply was cancelled before it completed; nothing was changed";
+
+/// Why a plugin process's reject failed when the host gave up on it.
+pub const REJECT_CANCELLED: &str = "the reject was cancelled before it completed";
+
 /// A tool error: the session registered `name` from the in-process definitions cache, and the
 /// plugin's factory, run at its first call, no longer defines it.
 pub fn tool_no_longer_defined(name: &str, path: &Path) -> String {

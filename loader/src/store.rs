@@ -26,6 +26,21 @@ pub type RejectFn =
 /// its apply cannot run again (a one-shot apply, or a plugin that predates retryable ones).
 pub type RetryFn = Arc<dyn Fn() -> Option<ApplyFn> + Send + Sync>;
 
+/// How an apply or reject whose future was dropped unfinished (a cancellation, a timeout) ended
+/// where it really ran, when it completed after all: the interruption reached it too late.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // Only plugin processes run elsewhere.
+pub(crate) enum LateOutcome {
+    /// The apply completed, with this result.
+    Applied(AgentToolResult),
+    /// The reject completed, with this result.
+    Rejected(Option<AgentToolResult>),
+}
+
+/// For an action whose apply and reject run elsewhere (in a plugin process): after one of them
+/// was interrupted, waits (bounded) until it has ended there, and says whether it completed
+/// after all. `resolve` then reports what really happened.
+pub(crate) type LateOutcomeFn = Arc<dyn Fn() -> BoxFuture<Option<LateOutcome>> + Send + Sync>;
+
 /// A previewed change waiting for `resolve`.
 ///
 /// `resolve` (the CLI's, the MCP server's) pops it and runs `apply` or `reject` once, whatever
@@ -41,6 +56,7 @@ pub struct PendingAction {
     retry: Option<RetryFn>,
     /// Why the first apply failed, once one did.
     first_failure: Option<String>,
+    late: Option<LateOutcomeFn>,
 }
 
 impl fmt::Debug for PendingAction {
@@ -69,7 +85,21 @@ impl PendingAction {
             reject: None,
             retry: None,
             first_failure: None,
+            late: None,
         }
+    }
+
+    /// Say how to learn the end of an interrupted apply or reject (see [`LateOutcomeFn`]).
+    #[must_use]
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // As LateOutcome.
+    pub(crate) fn with_late_outcome(mut self, late: LateOutcomeFn) -> Self {
+        self.late = Some(late);
+        self
+    }
+
+    /// See [`PendingAction::with_late_outcome`].
+    pub(crate) fn late_outcome(&self) -> Option<LateOutcomeFn> {
+        self.late.clone()
     }
 
     /// Say how the action is applied again after a failed apply (see [`RetryFn`]).
@@ -145,6 +175,7 @@ impl PendingAction {
             reject: self.reject,
             retry: self.retry,
             first_failure: self.first_failure,
+            late: self.late,
         };
         (future, rest)
     }
@@ -167,6 +198,7 @@ pub struct AfterFailedApply {
     reject: Option<RejectFn>,
     retry: Option<RetryFn>,
     first_failure: Option<String>,
+    late: Option<LateOutcomeFn>,
 }
 
 impl AfterFailedApply {
@@ -193,6 +225,7 @@ impl AfterFailedApply {
             reject: self.reject,
             retry: self.retry,
             first_failure: Some(first_failure),
+            late: self.late,
         }
     }
 }

@@ -12,6 +12,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 pub mod bench;
+pub mod cancel_tree;
 pub mod mcp;
 pub mod node;
 #[cfg(unix)]

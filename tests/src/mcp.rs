@@ -152,6 +152,16 @@ impl<H: ClientHandler> McpServerProcess<H> {
             .collect()
     }
 
+    /// The JSON-RPC messages the server wrote to stdout so far, parsed (lines that are not
+    /// JSON are left out; `stop` fails on them).
+    pub fn sent(&self) -> Vec<Value> {
+        let lines = self.stdout.lock().unwrap();
+        lines
+            .iter()
+            .filter_map(|line| serde_json::from_slice(line).ok())
+            .collect()
+    }
+
     /// Everything the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
@@ -270,6 +280,11 @@ impl ClientHandler for LogRecorder {
 
 #[allow(deprecated)] // As above.
 impl LogRecorder {
+    /// Every message so far.
+    pub fn messages(&self) -> Vec<rmcp::model::LoggingMessageNotificationParam> {
+        self.messages.lock().unwrap().clone()
+    }
+
     /// Wait (up to [`PATIENCE`]) until `count` messages arrived, and return every one so far;
     /// fails the test if fewer came.
     pub async fn wait_for(

@@ -3,7 +3,8 @@
 //! `index.js` is the public surface (`nativeToolFactory`); this crate only exposes what it
 //! needs, as one class, [`NativeSession`]: load a session whose pending actions go to the JS
 //! runtime's store ([`store::RuntimeStore`]), list its tools, call them (with partial
-//! results, cancellation and the session's timeout), settle an action the runtime resolves,
+//! results, cancellation and the session's timeout), settle an action the runtime resolves
+//! (abortable: an aborted apply is dropped where it runs, so staged file changes are undone),
 //! and close. Every rule (discovery, trust, isolation, sandbox, argument validation, reload)
 //! is the loader's; nothing here repeats it.
 //!
@@ -143,6 +144,9 @@ struct Shared {
     log: Option<Arc<LogFunction>>,
     /// Running calls, by the number `index.js` gave each.
     calls: Mutex<HashMap<u32, Arc<CallState>>>,
+    /// The cancellation of each running apply or reject that JS may abort, by the number
+    /// `index.js` gave it (created by whichever of `settle` and `abort_settle` comes first).
+    settles: Mutex<HashMap<u32, CancelToken>>,
     /// Settles calls' promises (see [`calls`]).
     settle: Arc<SettleFunction>,
     /// The threads calls run on.
@@ -189,6 +193,7 @@ impl NativeSession {
                 updates: Arc::new(updates),
                 log: log.map(Arc::new),
                 calls: Mutex::new(HashMap::new()),
+                settles: Mutex::new(HashMap::new()),
                 settle: Arc::new(settle),
                 workers: Workers::new(),
                 runtime: Mutex::new(None),
@@ -395,50 +400,35 @@ impl NativeSession {
     /// `id`, for a reject or another apply (xcsh's runtime keeps a failed preview pending).
     /// Rejects with `not pending` when the action is no longer there (settled already, or
     /// discarded by `close`).
+    ///
+    /// `abort` is the number [`NativeSession::abort_settle`] knows it by (its `AbortSignal`):
+    /// an aborted apply or reject is dropped where it runs (in its plugin process too), so an
+    /// apply that commits staged file changes undoes them, and this rejects with `apply of
+    /// "{label}" was cancelled; the action is still pending` once it has ended; one that had
+    /// completed first resolves as usual.
     #[napi]
-    pub async fn settle(&self, id: u32, apply: bool, reason: String) -> Result<Option<String>> {
-        let store = self
-            .shared
-            .store
+    pub async fn settle(
+        &self,
+        id: u32,
+        apply: bool,
+        reason: String,
+        abort: Option<u32>,
+    ) -> Result<Option<String>> {
+        let aborts = abort.map(|number| Abortable::new(&self.shared, number));
+        let cancel = aborts
             .as_ref()
-            .ok_or_else(|| Error::from_reason("not pending"))?;
-        let action = store
-            .take(id)
-            .ok_or_else(|| Error::from_reason("not pending"))?;
-        let how = if apply {
-            ResolveAction::Apply
-        } else {
-            ResolveAction::Discard
-        };
-        let settlement = settle_or_keep(
-            action,
-            how,
-            reason,
-            &CancelToken::new(),
-            self.shared.timeout,
-        )
-        .await;
-        if let Some(unsettled) = settlement.unsettled {
-            // `close` may have run meanwhile: then the action is discarded as it would have been.
-            if let Some(action) = store.put_back(id, unsettled, &self.shared.closed) {
-                let reason = xcsh_loader::messages::SESSION_ENDED.to_owned();
-                let _ = settle(
-                    action,
-                    ResolveAction::Discard,
-                    reason,
-                    &CancelToken::new(),
-                    self.shared.timeout,
-                )
-                .await;
-            }
-        }
-        match settlement.result {
-            Ok(Some(result)) => serde_json::to_string(&result)
-                .map(Some)
-                .map_err(|error| Error::from_reason(format!("cannot encode the result: {error}"))),
-            Ok(None) => Ok(None),
-            Err(message) => Err(Error::from_reason(message)),
-        }
+            .map(|aborts| aborts.cancel.clone())
+            .unwrap_or_default();
+        let outcome = self.settle_until(id, apply, reason, &cancel).await;
+        drop(aborts);
+        outcome
+    }
+
+    /// Abort the apply or reject started with `abort` number `abort` (its `AbortSignal` fired);
+    /// [`NativeSession::settle`] answers once it has ended.
+    #[napi(catch_unwind)]
+    pub fn abort_settle(&self, abort: u32) {
+        Abortable::token(&self.shared, abort).cancel();
     }
 
     /// Discard every action still pending, newest first, through its `reject` (reason: the
@@ -494,11 +484,84 @@ impl NativeSession {
 }
 
 impl NativeSession {
+    /// [`NativeSession::settle`], until `cancel` fires.
+    async fn settle_until(
+        &self,
+        id: u32,
+        apply: bool,
+        reason: String,
+        cancel: &CancelToken,
+    ) -> Result<Option<String>> {
+        let store = self
+            .shared
+            .store
+            .as_ref()
+            .ok_or_else(|| Error::from_reason("not pending"))?;
+        let action = store
+            .take(id)
+            .ok_or_else(|| Error::from_reason("not pending"))?;
+        let how = if apply {
+            ResolveAction::Apply
+        } else {
+            ResolveAction::Discard
+        };
+        let settlement = settle_or_keep(action, how, reason, cancel, self.shared.timeout).await;
+        if let Some(unsettled) = settlement.unsettled {
+            // `close` may have run meanwhile: then the action is discarded as it would have been.
+            if let Some(action) = store.put_back(id, unsettled, &self.shared.closed) {
+                let reason = xcsh_loader::messages::SESSION_ENDED.to_owned();
+                let _ = settle(
+                    action,
+                    ResolveAction::Discard,
+                    reason,
+                    &CancelToken::new(),
+                    self.shared.timeout,
+                )
+                .await;
+            }
+        }
+        match settlement.result {
+            Ok(Some(result)) => serde_json::to_string(&result)
+                .map(Some)
+                .map_err(|error| Error::from_reason(format!("cannot encode the result: {error}"))),
+            Ok(None) => Ok(None),
+            Err(message) => Err(Error::from_reason(message)),
+        }
+    }
+
     fn session(&self) -> Option<Arc<Session>> {
         if self.shared.closed.load(Ordering::SeqCst) {
             return None;
         }
         lock(&self.shared.session).clone()
+    }
+}
+
+/// The cancellation of one apply or reject, registered under its abort number while it runs.
+struct Abortable {
+    shared: Arc<Shared>,
+    number: u32,
+    cancel: CancelToken,
+}
+
+impl Abortable {
+    fn new(shared: &Arc<Shared>, number: u32) -> Self {
+        Self {
+            shared: Arc::clone(shared),
+            number,
+            cancel: Self::token(shared, number),
+        }
+    }
+
+    /// The token of `number`, made by whichever of the settle and its abort comes first.
+    fn token(shared: &Shared, number: u32) -> CancelToken {
+        lock(&shared.settles).entry(number).or_default().clone()
+    }
+}
+
+impl Drop for Abortable {
+    fn drop(&mut self) {
+        lock(&self.shared.settles).remove(&self.number);
     }
 }
 

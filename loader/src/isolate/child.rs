@@ -11,21 +11,26 @@
 //! Worker threads take turns reading the socket (leader/follower): the worker that reads a
 //! call runs it itself, after making sure another worker reads on, so a plugin that blocks
 //! never stops this child from reading a `Cancel`, and a trivial call costs no thread hop.
+//!
+//! Every call, apply and reject gets its [`CancelToken`] while the reader is still held, so a
+//! `Cancel` read right after it is never lost. At `Shutdown` (or when the host is gone) every
+//! one of them is cancelled, and the child exits once they have all ended (their futures
+//! dropped: an apply has undone its staged changes), or after the grace period.
+
+mod actions;
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
 
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::AtomicUsize;
 
 use super::protocol::{
-    ChildMessage, FrameReader, FrameWriter, HostMessage, Resolution, ToolDefinition,
-    PROTOCOL_VERSION,
+    ChildMessage, FrameReader, FrameWriter, HostMessage, ToolDefinition, PROTOCOL_VERSION,
 };
 use crate::load::open::load_inherited;
 use crate::plugin_abi::{instantiate, KeepAliveSink, PluginTool, PushSink};
@@ -33,7 +38,8 @@ use crate::plugin_log::PluginLogSink;
 use crate::store::PendingAction;
 use crate::sys::sandbox::{apply_limits, Confinement, SandboxPolicy};
 use crate::sys::spawn::{die_with_parent, parent_is, take_inherited};
-use crate::tool::{CallContext, CancelToken, Tool, ToolError};
+use crate::tool::{CallContext, CancelToken, Tool, GRACE_PERIOD};
+use actions::Pushes;
 
 /// What the host passes on the command line.
 struct Arguments {
@@ -124,64 +130,6 @@ pub fn child_main() -> ExitCode {
 /// The writing end of the socket, shared by every thread of the child.
 type Outgoing = Arc<FrameWriter<UnixStream>>;
 
-/// The child's side of the plugin's pushes: the actions the host took, by id, and the pushes
-/// waiting for the host's answer.
-#[derive(Default)]
-struct Pushes {
-    actions: Mutex<HashMap<u64, PendingAction>>,
-    waiting: Mutex<HashMap<u64, std::sync::mpsc::SyncSender<Option<String>>>>,
-    next: AtomicU64,
-    /// Set once calls are served: before that (a push from the factory) nobody reads the
-    /// host's answer.
-    serving: std::sync::atomic::AtomicBool,
-}
-
-impl Pushes {
-    /// Send `action` to the host and wait for its answer: the plugin's push succeeds only once
-    /// the session's store took the action, and fails with the store's refusal otherwise.
-    /// Another worker reads the answer (see [`work`]).
-    fn push(&self, outgoing: &Outgoing, action: PendingAction) -> Result<(), ToolError> {
-        if !self.serving.load(Ordering::SeqCst) {
-            return Err(ToolError::new(
-                "a pending action can only be pushed while a tool runs, not from the plugin's factory",
-            ));
-        }
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let message = ChildMessage::Push {
-            action: id,
-            label: action.label().to_owned(),
-            source_tool_name: action.source_tool_name().to_owned(),
-            details: action.details().cloned(),
-            has_reject: action.has_reject(),
-        };
-        let (answer, answered) = std::sync::mpsc::sync_channel(1);
-        lock(&self.waiting).insert(id, answer);
-        // Kept before the push is sent: the host may apply it as soon as it took it.
-        lock(&self.actions).insert(id, action);
-        outgoing.send(&message);
-        let refused = match answered.recv() {
-            Ok(refused) => refused,
-            // The host is gone: nobody will resolve the action.
-            Err(_) => Some("the host ended the session".to_owned()),
-        };
-        match refused {
-            None => Ok(()),
-            Some(message) => {
-                let action = lock(&self.actions).remove(&id);
-                drop(action);
-                Err(ToolError::new(message))
-            }
-        }
-    }
-
-    /// The host's answer to the push of `action`.
-    fn answered(&self, action: u64, refused: Option<String>) {
-        if let Some(waiting) = lock(&self.waiting).remove(&action) {
-            let _ = waiting.send(refused);
-        }
-    }
-}
-
 /// The plugin's keep-alive request ([`crate::plugin_abi::KeepAliveSink`]): sent to the host
 /// once the handshake is out (the host reads nothing else before the `Hello`), so a request
 /// the factory made is remembered and sent right after it.
@@ -214,7 +162,11 @@ struct Shared {
     reader: Mutex<FrameReader<UnixStream>>,
     outgoing: Outgoing,
     tools: HashMap<String, Arc<PluginTool>>,
+    /// The running calls, applies and rejects, by number (the host numbers them from one
+    /// counter): each one's cancellation.
     calls: Mutex<HashMap<u64, CancelToken>>,
+    /// Signalled whenever one of `calls` ends.
+    call_ended: Condvar,
     pushes: Arc<Pushes>,
     /// Workers not busy with a message: one of them is (or will be) reading.
     idle: AtomicUsize,
@@ -297,6 +249,7 @@ fn serve(
         outgoing,
         tools,
         calls: Mutex::default(),
+        call_ended: Condvar::new(),
         pushes,
         idle: AtomicUsize::new(1),
         runtime,
@@ -312,11 +265,16 @@ fn serve(
 /// code). A round trip wakes only the worker that reads the call.
 fn work(shared: &Arc<Shared>) -> i32 {
     loop {
-        let message = lock(&shared.reader).next::<HostMessage>();
+        let (message, cancel) = {
+            let mut reader = lock(&shared.reader);
+            let message = reader.next::<HostMessage>();
+            let cancel = message.as_ref().ok().and_then(|m| register(shared, m));
+            (message, cancel)
+        };
         let message = match message {
             Ok(message) => message,
             // The host is gone or spoke garbage: nothing more to do.
-            Err(_) => return 0,
+            Err(_) => return stop(shared),
         };
         match message {
             HostMessage::Cancel { call } => {
@@ -329,14 +287,7 @@ fn work(shared: &Arc<Shared>) -> i32 {
                 shared.pushes.answered(action, refused);
                 continue;
             }
-            HostMessage::Shutdown => {
-                for cancel in lock(&shared.calls).values() {
-                    cancel.cancel();
-                }
-                // Let cancelled calls drop their futures (plugin cleanup) for a moment.
-                std::thread::sleep(Duration::from_millis(50));
-                return 0;
-            }
+            HostMessage::Shutdown => return stop(shared),
             _ => {}
         }
         if shared.idle.fetch_sub(1, Ordering::SeqCst) == 1 {
@@ -349,12 +300,45 @@ fn work(shared: &Arc<Shared>) -> i32 {
                 shared.idle.fetch_sub(1, Ordering::SeqCst);
             }
         }
-        handle(shared, message);
+        handle(shared, message, cancel.unwrap_or_default());
         shared.idle.fetch_add(1, Ordering::SeqCst);
     }
 }
 
-fn handle(shared: &Shared, message: HostMessage) {
+/// The cancellation of a call, apply or reject just read, registered before the next message
+/// (perhaps its `Cancel`) can be read.
+fn register(shared: &Shared, message: &HostMessage) -> Option<CancelToken> {
+    let number = match message {
+        HostMessage::Execute { call, .. } => *call,
+        HostMessage::Apply { request, .. } | HostMessage::Reject { request, .. } => *request,
+        _ => return None,
+    };
+    let cancel = CancelToken::new();
+    lock(&shared.calls).insert(number, cancel.clone());
+    Some(cancel)
+}
+
+/// `number` ended (its future is gone): forget its cancellation.
+fn ended(shared: &Shared, number: u64) {
+    lock(&shared.calls).remove(&number);
+    shared.call_ended.notify_all();
+}
+
+/// The session ended (or the host is gone): cancel every call, apply and reject, and wait until
+/// they have ended (an apply's undo is never cut short by the exit), for at most the grace
+/// period (after which the host kills this process anyway). Returns the exit status.
+fn stop(shared: &Shared) -> i32 {
+    let calls = lock(&shared.calls);
+    for cancel in calls.values() {
+        cancel.cancel();
+    }
+    let _ = shared
+        .call_ended
+        .wait_timeout_while(calls, GRACE_PERIOD, |calls| !calls.is_empty());
+    0
+}
+
+fn handle(shared: &Shared, message: HostMessage, cancel: CancelToken) {
     match message {
         HostMessage::Execute {
             call,
@@ -362,24 +346,27 @@ fn handle(shared: &Shared, message: HostMessage) {
             tool_call_id,
             arguments,
         } => {
-            let outcome = execute(shared, call, &tool, tool_call_id, arguments);
-            lock(&shared.calls).remove(&call);
+            let outcome = execute(shared, call, &tool, tool_call_id, arguments, cancel);
+            ended(shared, call);
             shared.outgoing.send(&ChildMessage::Done { call, outcome });
         }
         HostMessage::Apply {
             request,
             action,
             reason,
-        } => resolve(shared, request, action, reason, true),
+        } => {
+            actions::resolve(shared, request, action, reason, true, &cancel);
+            ended(shared, request);
+        }
         HostMessage::Reject {
             request,
             action,
             reason,
-        } => resolve(shared, request, action, reason, false),
-        HostMessage::DropAction { action } => {
-            let action = lock(&shared.pushes.actions).remove(&action);
-            drop(action);
+        } => {
+            actions::resolve(shared, request, action, reason, false, &cancel);
+            ended(shared, request);
         }
+        HostMessage::DropAction { action } => shared.pushes.drop_action(action),
         HostMessage::Cancel { .. } | HostMessage::Shutdown | HostMessage::PushAnswered { .. } => {}
     }
 }
@@ -391,12 +378,11 @@ fn execute(
     tool: &str,
     tool_call_id: String,
     arguments: serde_json::Value,
+    cancel: CancelToken,
 ) -> Result<xcsh_plugin_api::AgentToolResult, String> {
     let Some(tool) = shared.tools.get(tool).cloned() else {
         return Err(format!("Tool \"{tool}\" not found"));
     };
-    let cancel = CancelToken::new();
-    lock(&shared.calls).insert(call, cancel.clone());
     let updates = Arc::clone(&shared.outgoing);
     let ctx = CallContext {
         cwd: shared.cwd.clone(),
@@ -480,45 +466,6 @@ fn load(
             (tool.spec().name.clone(), Arc::new(tool))
         })
         .collect())
-}
-
-/// Apply or reject `action` on this worker, then answer `request`.
-///
-/// A failed apply settles nothing: the action goes back into the table under its id, for the
-/// host to reject, apply again (its copy decides whether the plugin's apply runs again), or
-/// drop (what the host's own `resolve` does: pop, then apply once).
-fn resolve(shared: &Shared, request: u64, id: u64, reason: String, apply: bool) {
-    let Some(action) = lock(&shared.pushes.actions).remove(&id) else {
-        shared.outgoing.send(&ChildMessage::Resolved {
-            request,
-            resolution: Resolution::Failed {
-                message: "the pending action is unknown to its plugin process".to_owned(),
-            },
-        });
-        return;
-    };
-    let resolution = if apply {
-        let (future, rest) = action.start_apply(reason);
-        match shared.runtime.block_on(future) {
-            Ok(result) => Resolution::Applied { result },
-            Err(error) => {
-                let message = error.message().to_owned();
-                lock(&shared.pushes.actions).insert(id, rest.into_action(&message));
-                Resolution::Failed { message }
-            }
-        }
-    } else {
-        match shared.runtime.block_on(action.reject(reason)) {
-            Ok(result) => Resolution::Rejected { result },
-            Err(error) => Resolution::Failed {
-                message: error.message().to_owned(),
-            },
-        }
-    };
-    shared.outgoing.send(&ChildMessage::Resolved {
-        request,
-        resolution,
-    });
 }
 
 #[cfg(test)]

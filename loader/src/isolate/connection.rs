@@ -128,6 +128,69 @@ pub(super) struct CallSlot {
     pub(super) finished: CancelToken,
 }
 
+/// Who waits for the answer to an apply or reject request.
+pub(super) enum Waiting {
+    /// Its caller, still there.
+    Caller(oneshot::Sender<Result<Resolution, String>>),
+    /// Nobody: the caller gave up (a cancellation, a timeout) and the child was told to cancel
+    /// the request; how it ended there is kept for the caller's [`LateAnswer`].
+    Abandoned(LateAnswer),
+}
+
+/// How a resolve request ended in the child, for a caller that may have given up on it: fires
+/// once the request was answered (or the child ended), keeping the child's late answer when the
+/// caller had gone.
+#[derive(Clone, Default)]
+pub(super) struct LateAnswer {
+    ended: CancelToken,
+    answer: Arc<Mutex<Option<Resolution>>>,
+}
+
+impl LateAnswer {
+    /// The request ended; `answer` is the child's, when it came after the caller gave up.
+    pub(super) fn settle(&self, answer: Option<Resolution>) {
+        *lock(&self.answer) = answer;
+        self.ended.cancel();
+    }
+
+    /// Wait up to `limit` for the request to end, then the child's late answer, if any.
+    pub(super) async fn wait(&self, limit: Duration) -> Option<Resolution> {
+        let _ = tokio::time::timeout(limit, self.ended.cancelled()).await;
+        lock(&self.answer).take()
+    }
+}
+
+/// An apply or reject request in flight, held by its caller's future. Dropped unanswered (the
+/// caller gave up), it tells the child to cancel the request (`cancel {call: request}`: calls
+/// and requests are numbered from one counter) and hands the request over to its
+/// [`LateAnswer`].
+struct Asked<'a> {
+    connection: &'a Connection,
+    request: u64,
+    answer: oneshot::Receiver<Result<Resolution, String>>,
+    /// `None` once the answer was taken.
+    late: Option<LateAnswer>,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        let Some(late) = self.late.take() else {
+            return;
+        };
+        let mut requests = lock(&self.connection.shared.requests);
+        if let Some(waiting) = requests.get_mut(&self.request) {
+            *waiting = Waiting::Abandoned(late);
+            drop(requests);
+            self.connection
+                .send(HostMessage::Cancel { call: self.request });
+            return;
+        }
+        drop(requests);
+        // Answered (under the lock) but never taken: that answer is what happened.
+        late.settle(self.answer.try_recv().ok().and_then(Result::ok));
+    }
+}
+
 pub(super) enum Stop {
     /// Kill now.
     Kill,
@@ -137,7 +200,8 @@ pub(super) enum Stop {
 #[derive(Default)]
 pub(super) struct Shared {
     pub(super) calls: Mutex<HashMap<u64, CallSlot>>,
-    pub(super) requests: Mutex<HashMap<u64, oneshot::Sender<Result<Resolution, String>>>>,
+    /// Apply and reject requests not yet answered; answered under this lock.
+    pub(super) requests: Mutex<HashMap<u64, Waiting>>,
     /// Set once the child is gone: how it ended.
     ended: Mutex<Option<String>>,
     /// Why the host ended it, when it did (a timeout, a malformed frame, the session's end).
@@ -450,22 +514,37 @@ impl Connection {
     }
 
     /// Send an apply or reject (`message` gets the request number) and wait for its answer;
-    /// `Err` says how the child ended when it did first.
+    /// `Err` says how the child ended when it did first. `late` learns how the request ended:
+    /// when this future is dropped before the answer, the child is told to cancel the request
+    /// (its apply or reject is dropped there), and `late` gets the child's answer when it
+    /// comes.
     pub(super) async fn resolve(
         &self,
         message: impl FnOnce(u64) -> HostMessage,
+        late: LateAnswer,
     ) -> Result<Resolution, NoAnswer> {
         let request = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, answer) = oneshot::channel();
         {
             let mut requests = lock(&self.shared.requests);
             if let Some(cause) = self.ended() {
+                late.settle(None);
                 return Err(NoAnswer { cause, sent: false });
             }
-            requests.insert(request, sender);
+            requests.insert(request, Waiting::Caller(sender));
         }
+        let mut asked = Asked {
+            connection: self,
+            request,
+            answer,
+            late: Some(late),
+        };
         self.send(message(request));
-        let outcome = match answer.await {
+        let outcome = (&mut asked.answer).await;
+        if let Some(late) = asked.late.take() {
+            late.settle(None);
+        }
+        let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(_) => Err(self.ended().unwrap_or_else(|| "ended".to_owned())),
         };
@@ -542,11 +621,13 @@ fn finish(shared: &Shared, status: std::io::Result<std::process::ExitStatus>) {
         let _ = slot.end.send(CallEnd::Gone(cause.clone()));
         slot.finished.cancel();
     }
-    let requests: Vec<_> = {
-        let mut requests = lock(&shared.requests);
-        requests.drain().map(|(_, sender)| sender).collect()
-    };
-    for sender in requests {
-        let _ = sender.send(Err(cause.clone()));
+    let mut requests = lock(&shared.requests);
+    for (_, waiting) in requests.drain() {
+        match waiting {
+            Waiting::Caller(sender) => {
+                let _ = sender.send(Err(cause.clone()));
+            }
+            Waiting::Abandoned(late) => late.settle(None),
+        }
     }
 }

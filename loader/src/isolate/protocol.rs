@@ -24,7 +24,7 @@ use crate::load::LoadErrorKind;
 /// The version of these messages. The host passes it to the child (`--protocol N`), which
 /// refuses to serve a host of another version: `xcsh-plugin-host` must come from the same
 /// build as the loader.
-pub(crate) const PROTOCOL_VERSION: u32 = 3;
+pub(crate) const PROTOCOL_VERSION: u32 = 4;
 
 /// The largest frame either side accepts (a 50 MiB result still fits, with JSON escaping).
 pub(crate) const MAX_FRAME: usize = 256 * 1024 * 1024;
@@ -49,7 +49,9 @@ pub(crate) enum HostMessage {
         tool_call_id: String,
         arguments: Value,
     },
-    /// The call was cancelled: `is_cancelled()` turns true and its future is dropped.
+    /// The call, or the apply or reject request, numbered `call` was cancelled (calls and
+    /// requests are numbered from one counter): `is_cancelled()` turns true and its future is
+    /// dropped; a cancelled request is still answered (protocol 4).
     Cancel { call: u64 },
     /// Apply the pending action `action`; answered by [`ChildMessage::Resolved`].
     Apply {
@@ -72,7 +74,8 @@ pub(crate) enum HostMessage {
         action: u64,
         refused: Option<String>,
     },
-    /// The session ended: cancel everything and exit.
+    /// The session ended: cancel everything and exit once it has ended (within the grace
+    /// period).
     Shutdown,
 }
 

@@ -7,17 +7,22 @@
 //! and reject fail and say that nothing was applied. When it ended during an apply, an
 //! interrupted commit of staged file changes it left is finished or undone right away (the
 //! recovery every new session runs), and the error says which.
+//!
+//! An apply or reject the host gives up on (a cancelled or timed-out `resolve`) is cancelled in
+//! the child too: its future is dropped there, so an apply that commits staged file changes
+//! undoes them. `resolve` then waits (up to the grace period) for the child to say how it
+//! ended, and reports an apply that completed before the cancellation reached it as applied.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use super::connection::Connection;
+use super::connection::{lock, Connection, LateAnswer};
 use super::protocol::{HostMessage, Resolution};
 use crate::messages::{action_orphaned, apply_cut_short};
-use crate::store::{ApplyFn, BoxFuture, PendingAction};
-use crate::tool::ToolError;
+use crate::store::{ApplyFn, BoxFuture, LateOutcome, PendingAction};
+use crate::tool::{ToolError, GRACE_PERIOD};
 
 /// One action in one child; tells the child to drop it unless it was applied or rejected.
 struct ActionHandle {
@@ -25,6 +30,20 @@ struct ActionHandle {
     action: u64,
     label: String,
     settled: AtomicBool,
+    /// How the latest apply or reject request ended in the child.
+    late: Mutex<Option<LateAnswer>>,
+}
+
+/// Marks the action unsettled again when an apply is dropped before its answer: the child keeps
+/// an action whose apply was cancelled, as one whose apply failed.
+struct KeptIfDropped<'a>(Option<&'a AtomicBool>);
+
+impl Drop for KeptIfDropped<'_> {
+    fn drop(&mut self) {
+        if let Some(settled) = self.0 {
+            settled.store(false, Ordering::SeqCst);
+        }
+    }
 }
 
 impl Drop for ActionHandle {
@@ -51,7 +70,11 @@ impl ActionHandle {
     ) -> Result<Resolution, ToolError> {
         // Settled while in flight: the child took the action out of its table to run it.
         self.settled.store(true, Ordering::SeqCst);
-        let resolution = self.connection.resolve(message).await;
+        let mut kept = KeptIfDropped(apply.then_some(&self.settled));
+        let late = LateAnswer::default();
+        *lock(&self.late) = Some(late.clone());
+        let resolution = self.connection.resolve(message, late).await;
+        kept.0 = None;
         self.connection.touch();
         let resolution = match resolution {
             Ok(resolution) => resolution,
@@ -91,6 +114,19 @@ impl ActionHandle {
     }
 }
 
+impl ActionHandle {
+    /// After an apply or reject of this action was dropped unanswered: wait (up to the grace
+    /// period) until the child has ended it, and whether it completed there after all.
+    async fn late_outcome(&self) -> Option<LateOutcome> {
+        let late = lock(&self.late).clone()?;
+        match late.wait(GRACE_PERIOD).await? {
+            Resolution::Applied { result } => Some(LateOutcome::Applied(result)),
+            Resolution::Rejected { result } => Some(LateOutcome::Rejected(result)),
+            Resolution::Failed { .. } => None,
+        }
+    }
+}
+
 /// The apply of the action behind `handle`: the child runs the plugin's.
 fn proxy_apply(handle: &Arc<ActionHandle>) -> ApplyFn {
     let handle = Arc::clone(handle);
@@ -127,13 +163,19 @@ pub(super) fn proxy_action(
         action,
         label: label.clone(),
         settled: AtomicBool::new(false),
+        late: Mutex::new(None),
     });
     let for_retry = Arc::clone(&handle);
+    let for_late = Arc::clone(&handle);
     let mut pending = PendingAction::new(label, source_tool_name, proxy_apply(&handle))
         .with_details(details)
         // The child keeps an action whose apply failed, and its own copy decides what applying
         // it again does (the plugin's apply again, or the error naming the first failure).
-        .with_retry(Arc::new(move || Some(proxy_apply(&for_retry))));
+        .with_retry(Arc::new(move || Some(proxy_apply(&for_retry))))
+        .with_late_outcome(Arc::new(move || {
+            let handle = Arc::clone(&for_late);
+            Box::pin(async move { handle.late_outcome().await })
+        }));
     if has_reject {
         pending = pending.with_reject(Box::new(move |reason: String| -> BoxFuture<_> {
             Box::pin(async move {

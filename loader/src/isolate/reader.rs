@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::connection::{lock, CallEnd, Connection, Hello, SessionLinks, Shared, Stop};
+use super::connection::{lock, CallEnd, Connection, Hello, SessionLinks, Shared, Stop, Waiting};
 use super::protocol::{ChildMessage, FrameReader, HostMessage, ReadError};
 use crate::load::LoadErrorKind;
 use crate::plugin_log::plugin_log;
@@ -103,8 +103,14 @@ impl Reader {
                 request,
                 resolution,
             } => {
-                if let Some(sender) = lock(&shared.requests).remove(&request) {
-                    let _ = sender.send(Ok(resolution));
+                // Answered under the lock (see `Asked`'s drop).
+                let mut requests = lock(&shared.requests);
+                match requests.remove(&request) {
+                    Some(Waiting::Caller(sender)) => {
+                        let _ = sender.send(Ok(resolution));
+                    }
+                    Some(Waiting::Abandoned(late)) => late.settle(Some(resolution)),
+                    None => {}
                 }
             }
             ChildMessage::Push {

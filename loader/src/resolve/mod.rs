@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use xcsh_plugin_api::{AgentToolResult, Content};
 
 use crate::messages;
-use crate::store::{PendingAction, PendingActionStore};
+use crate::store::{LateOutcome, LateOutcomeFn, PendingAction, PendingActionStore};
 use crate::tool::{bounded, Interrupted, ToolOutcome};
 use crate::tool::{CancelToken, ToolHints, ToolOrigin, ToolSpec};
 
@@ -171,6 +171,7 @@ async fn run(
     keep: bool,
 ) -> Settlement {
     let label = action.label().to_owned();
+    let late = action.late_outcome();
     if how == ResolveAction::Discard {
         if !action.has_reject() {
             return Settlement {
@@ -181,7 +182,10 @@ async fn run(
         let result = match bounded(action.reject(reason), cancel, timeout).await {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) => Err(error.message().to_owned()),
-            Err(interrupted) => Err(interrupted_text(interrupted, "reject", &label, false)),
+            Err(interrupted) => match late_outcome(late).await {
+                Some(LateOutcome::Rejected(result)) => Ok(result),
+                _ => Err(interrupted_text(interrupted, "reject", &label, false)),
+            },
         };
         return Settlement {
             result,
@@ -197,11 +201,29 @@ async fn run(
             }
         }
         Ok(Err(error)) => error.message().to_owned(),
-        Err(interrupted) => interrupted_text(interrupted, "apply", &label, keep),
+        Err(interrupted) => match late_outcome(late).await {
+            // It completed before the interruption reached it: applied, and said so.
+            Some(LateOutcome::Applied(result)) => {
+                return Settlement {
+                    result: Ok(Some(result)),
+                    unsettled: None,
+                }
+            }
+            _ => interrupted_text(interrupted, "apply", &label, keep),
+        },
     };
     Settlement {
         unsettled: keep.then(|| rest.into_action(&failure)),
         result: Err(failure),
+    }
+}
+
+/// After an interrupted apply or reject of an action that runs elsewhere (a plugin process):
+/// wait until it has ended there, and whether it completed after all.
+async fn late_outcome(late: Option<LateOutcomeFn>) -> Option<LateOutcome> {
+    match late {
+        Some(late) => late().await,
+        None => None,
     }
 }
 
