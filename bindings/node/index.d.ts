@@ -74,8 +74,12 @@ export interface NativeTool {
   loadMode?: "essential" | "discoverable";
   /** `true` when the schema is closed throughout (`additionalProperties: false`), so providers may use strict mode. */
   strict?: boolean;
-  /** xcsh's session events: `{reason: "shutdown"}` closes this invocation's native session (idempotent). */
-  onSession(event: { reason: string }): Promise<void>;
+  /**
+   * xcsh's session events: `{reason: "shutdown"}` closes this invocation's native session
+   * (idempotent); after `/new`, `/resume` or a branch (told from fork and `/tree` by
+   * `ctx.sessionManager`), the native actions the runtime dropped are rejected, newest first.
+   */
+  onSession(event: { reason: string; previousSessionFile?: string }, ctx?: { sessionManager?: unknown }): Promise<void>;
   /**
    * Run the tool. Rejects with an `Error` carrying the loader's message (plugin file, tool and
    * cause) on invalid arguments, a tool error, a crashed plugin process or a timeout. When it

@@ -281,6 +281,70 @@ function logTo(logger, level, message) {
   }
 }
 
+// What xcsh's runtime does with the native actions it holds when its conversation changes,
+// read from `@oh-my-pi/pi-coding-agent` 18.2.3 (README, "Which rule holds where"). This is the
+// one place the binding follows it.
+//
+// The runtime queues each push on its tool-choice queue (tools/resolve.ts,
+// `queueResolveHandler`) and empties that queue, calling no `reject`, in
+// `#clearSessionScopedToolState` (session/agent-session.ts), which `newSession()` (/new),
+// `switchSession()` to another file (/resume) and `branch()` call, and `fork()` and
+// `navigateTree()` (/tree) do not. Custom tools cannot see that queue (they get
+// `pushPendingAction`; their `onSession` context has `sessionManager`, `model`, ... but not
+// the queue), and `onSession` says "switch" for /new, /resume and fork alike (sdk.ts,
+// `createCustomToolsExtension`), so the adapter reads which of them happened from the session
+// record. Whether the tool call that staged an action is still on the branch is not that
+// signal: /tree keeps the action queued when it leaves that call behind, and `branch()` from
+// a later message empties the queue with the call still on the branch. What the record does
+// say exactly: `sessionManager.fork()` mints a new session id, names the previous one as the
+// header's `parentSession` and keeps the same entry objects; /new and /resume change the id
+// and load other entries (a resumed fork child of this session has that parent too, but its
+// entries are read from its file, not the ones in memory); reloading the same file keeps the
+// id (the runtime then keeps its queue unless the file's messages changed, which the tools
+// cannot see: kept).
+const MOVED_ON = (how) => `The conversation moved on (${how}) before this action was resolved.`;
+
+/// What the session was at the last call or session event a tool saw: its id and its newest
+/// entry (the object, as the session manager holds it).
+function sessionRecord(ctx) {
+  const manager = ctx && ctx.sessionManager;
+  if (!manager || typeof manager.getSessionId !== "function") return null;
+  try {
+    const entries = typeof manager.getEntries === "function" ? manager.getEntries() : [];
+    return { manager, id: manager.getSessionId(), anchor: entries.length ? entries[entries.length - 1] : null };
+  } catch {
+    return null;
+  }
+}
+
+/// How the conversation moved on, when the runtime dropped the actions it held ("/new",
+/// "/resume", "a branch from an earlier message"), or null when it still holds them. `before`
+/// is the session's record before the event.
+function droppedByRuntime(event, before, ctx) {
+  const reason = event && event.reason;
+  if (reason === "branch") return "a branch from an earlier message";
+  // "tree", "start", compaction and retry events leave the queue as it is.
+  if (reason !== "switch" || !before) return null;
+  const now = sessionRecord(ctx);
+  if (!now || now.id === before.id) return null; // the same session file, reloaded
+  const { manager } = now;
+  let header = null;
+  let entries = [];
+  try {
+    header = typeof manager.getHeader === "function" ? manager.getHeader() : null;
+    entries = typeof manager.getEntries === "function" ? manager.getEntries() : [];
+  } catch {
+    // Unreadable: treat it as another conversation.
+  }
+  const forked =
+    header !== null &&
+    header !== undefined &&
+    header.parentSession === before.id &&
+    (before.anchor === null || entries.includes(before.anchor));
+  if (forked) return null;
+  return entries.some((entry) => entry && entry.type === "message") ? "/resume" : "/new";
+}
+
 /// One invocation of the factory: a native session and the tools over it.
 class PluginSession {
   constructor(options, pi) {
@@ -293,6 +357,11 @@ class PluginSession {
     this.nextCall = 0;
     this.nextAbort = 0;
     this.updateHandlers = new Map();
+    // Unsettled native actions, oldest first (`{label, isPending(), reject}`), and what the
+    // session record was when a tool last saw it (see `droppedByRuntime`).
+    this.actions = [];
+    this.record = null;
+    this.lastEvent = null;
     // Running calls' promise settlers, by call number; the addon answers each exactly once
     // through `settle` (one thread-safe function for the session, not one per call).
     this.running = new Map();
@@ -369,6 +438,7 @@ class PluginSession {
     try {
       this.pi.pushPendingAction(action);
     } catch (thrown) {
+      this.actions.pop(); // the addon drops it: not the runtime's to hold
       throw new Error(messageOf(thrown, "pushPendingAction"));
     }
   }
@@ -381,6 +451,7 @@ class PluginSession {
   action(id, label, sourceToolName, detailsJson, hasReject) {
     const session = this;
     let state = "pending"; // "pending" | "running" | "applied" | "discarded"
+    const live = { label, isPending: () => state === "pending", reject: null };
     const settle = async (apply, reason, signal) => {
       if (state === "running") {
         throw new Error(`Pending action "${label}" is being resolved; wait until it finishes`);
@@ -415,8 +486,14 @@ class PluginSession {
       } finally {
         if (watching) signal.removeEventListener("abort", abort);
         state = outcome;
+        if (state !== "pending") {
+          const at = session.actions.indexOf(live);
+          if (at >= 0) session.actions.splice(at, 1);
+        }
       }
     };
+    live.reject = (reason) => settle(false, reason);
+    session.actions.push(live);
     const action = {
       label,
       sourceToolName,
@@ -450,18 +527,47 @@ class PluginSession {
       approval: this.options.approval.has(spec.name)
         ? this.options.approval.get(spec.name)
         : defaultApproval(spec),
-      async execute(toolCallId, params, onUpdate, _ctx, signal) {
+      async execute(toolCallId, params, onUpdate, ctx, signal) {
+        session.observe(ctx);
         return session.execute(spec.name, toolCallId, params, onUpdate, signal);
       },
       /// xcsh's runtime tells its tools when the session ends: `"shutdown"` closes this
-      /// invocation's native session (once, whichever of its tools hears it first).
-      async onSession(event) {
+      /// invocation's native session (once, whichever of its tools hears it first). Other
+      /// events settle the actions the runtime dropped (`droppedByRuntime`).
+      async onSession(event, ctx) {
         if (event && event.reason === "shutdown") await session.close();
+        else await session.conversationChanged(event, ctx);
       },
     };
     if (this.options.loadMode !== undefined) tool.loadMode = this.options.loadMode;
     if (isStrictSchema(parameters)) tool.strict = true;
     return tool;
+  }
+
+  /// Remember the session record a tool was called or told about with.
+  observe(ctx) {
+    const record = sessionRecord(ctx);
+    if (record) this.record = record;
+  }
+
+  /// A session event other than shutdown: when the runtime dropped the actions it held,
+  /// reject each still unsettled, newest first, through its plugin's `reject`, before the
+  /// runtime's call returns. Once per event, whichever tool hears it first.
+  async conversationChanged(event, ctx) {
+    if (this.closed || (event && event === this.lastEvent)) return;
+    this.lastEvent = event;
+    const before = this.record;
+    this.observe(ctx);
+    const how = droppedByRuntime(event, before, ctx);
+    if (how === null) return;
+    for (const action of this.actions.slice().reverse()) {
+      if (!action.isPending()) continue; // an apply or reject running now settles it
+      try {
+        await action.reject(MOVED_ON(how));
+      } catch (error) {
+        logTo(this.pi.logger, "warn", `reject of "${action.label}" failed: ${messageOf(error, "reject")}`);
+      }
+    }
   }
 
   async execute(name, toolCallId, params, onUpdate, signal) {

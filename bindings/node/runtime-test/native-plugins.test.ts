@@ -27,6 +27,7 @@ for (const name of ["PI_CODING_AGENT_DIR", "OMP_PROFILE", "PI_PROFILE", "CLAUDE_
 const EXT = path.join(import.meta.dir, "ext");
 const NATIVE = { path: path.join(EXT, "native-plugins.ts") };
 const NATIVE_IN_PROCESS = { path: path.join(EXT, "native-plugins-in-process.ts") };
+const NATIVE_SHORT_IDLE = { path: path.join(EXT, "native-plugins-short-idle.ts") };
 const JS_PREVIEW = { path: path.join(EXT, "js-preview.ts") };
 const PLUGIN_DIR = process.env.XCSH_TEST_PLUGIN_DIR!;
 const STORE_UNAVAILABLE = "Pending action store unavailable for custom tools in this runtime.";
@@ -205,7 +206,7 @@ describe("resolved through xd://resolve and xd://reject", () => {
       await tools.batch_rename_preview.execute("c1", { files: ["a1.txt"], find: "a", replace: "b" }, undefined, {});
       const pending = queue.peekPendingHead()!.id;
       fs.rmSync(a1);
-      await expect(device(session, "resolve", "go")).rejects.toThrow("Apply failed: nothing renamed: source a1.txt no longer exists");
+      await expect(device(session, "resolve", "go")).rejects.toThrow("Apply failed: nothing was changed: source a1.txt no longer exists");
       expect(queue.peekPendingHead()!.id).toBe(pending);
       expect(text(await device(session, "reject", "the file is gone"))).toBe("Discarded batch rename. Reason: the file is gone");
       expect(queue.hasPendingInvoker).toBe(false);
@@ -259,6 +260,8 @@ async function agentSession(options: {
   responses: any[];
   tools?: Array<{ path: string }>;
   settings?: Record<string, unknown>;
+  /** A file-backed session store (under the agent's scratch directory) instead of memory. */
+  files?: boolean;
 }) {
   const dir = fs.mkdtempSync(path.join(SCRATCH, "agent-"));
   const authStorage = await rt.AuthStorage.create(path.join(dir, "auth.db"));
@@ -268,7 +271,9 @@ async function agentSession(options: {
   const { session } = await rt.createAgentSession({
     cwd: options.cwd,
     agentDir: path.join(dir, "agent"),
-    sessionManager: rt.SessionManager.inMemory(options.cwd),
+    sessionManager: options.files
+      ? rt.SessionManager.create(options.cwd, path.join(dir, "sessions"))
+      : rt.SessionManager.inMemory(options.cwd),
     authStorage,
     modelRegistry,
     settings: rt.Settings.isolated({
@@ -392,4 +397,105 @@ describe("in an agent session", () => {
     for (let waited = 0; alive(mainPid) && waited < 50; waited++) await Bun.sleep(20);
     expect(alive(mainPid)).toBe(false);
   });
+});
+
+/// The plugin processes running `plugin` (an `xcsh-plugin-host --path …/plugin`), by pid.
+function hostsOf(plugin: string): Set<number> {
+  const pids = new Set<number>();
+  for (const name of fs.readdirSync("/proc")) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    try {
+      const cmdline = fs.readFileSync(`/proc/${name}/cmdline`, "utf8");
+      if (cmdline.includes("--path") && cmdline.includes(plugin)) pids.add(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+describe("when the conversation moves on (/new, /resume, a branch, fork, /tree)", () => {
+  const MOVED_ON = (how: string) => `The conversation moved on (${how}) before this action was resolved.`;
+  for (const ext of [NATIVE_SHORT_IDLE, NATIVE_IN_PROCESS]) {
+    const isolated = ext === NATIVE_SHORT_IDLE;
+    const mode = isolated ? "process isolation" : "in-process";
+    test(`${mode}: /new, /resume and a branch reject the native action before they return; fork and /tree keep it for xd://resolve`, async () => {
+      const cwd = project();
+      const earlier = hostsOf("libfixture_journal.so"); // other tests' plugin processes
+      const { session, mock, dispose } = await agentSession({ cwd, tools: [ext], files: true, responses: [] });
+      // Each prompt's script: the model stages (or resolves), then the mock's fallback answers in
+      // words, so the runtime's forcing gives up and the actions stay pending.
+      const stage = async (entry: string) => {
+        mock.push(call("journal_preview", { journal: "journal.txt", entry }) as any);
+        await session.prompt(`stage ${entry}`);
+        expect(session.toolChoiceQueue.hasPendingInvoker).toBe(true);
+        return [...hostsOf("libfixture_journal.so")].filter((pid) => !earlier.has(pid));
+      };
+      const resolveNow = async () => {
+        mock.push(write("xd://resolve", "now") as any);
+        await session.prompt("apply it");
+        return text(results(session).at(-1));
+      };
+      const lines: string[] = [];
+      const expectJournal = (line?: string) => {
+        if (line) lines.push(line);
+        expect(journal(cwd)).toEqual(lines);
+      };
+      const stoppedSoon = async (pids: number[]) => {
+        for (let waited = 0; pids.some(alive) && waited < 150; waited++) await Bun.sleep(20);
+        expect(pids.filter(alive)).toEqual([]);
+      };
+
+      // /new: the runtime empties its queue; the native reject has run when newSession returns.
+      const first = session.sessionFile!;
+      const hosts = await stage("one");
+      if (isolated) expect(hosts.length).toBe(1);
+      expect(await session.newSession()).toBe(true);
+      expectJournal(`rejected one: ${MOVED_ON("/new")}`);
+      expect(session.toolChoiceQueue.hasPendingInvoker).toBe(false);
+      // Nothing of the left conversation can be applied from the new one.
+      expect(await resolveNow()).not.toContain("journaled");
+      expectJournal();
+      // Its plugin process has nothing pending: stopped once idle.
+      if (isolated) await stoppedSoon(hosts);
+
+      // The native tools work in the new conversation; /resume rejects what it staged.
+      await stage("two");
+      expect(await session.switchSession(first)).toBe(true);
+      expectJournal(`rejected two: ${MOVED_ON("/resume")}`);
+      expect(session.toolChoiceQueue.hasPendingInvoker).toBe(false);
+
+      // A branch from an earlier message.
+      await stage("three");
+      const users = session.sessionManager.getBranch().filter((e: any) => e.type === "message" && e.message.role === "user");
+      const result = await session.branch(users.at(-1).id);
+      expect(result.cancelled).toBe(false);
+      expectJournal(`rejected three: ${MOVED_ON("a branch from an earlier message")}`);
+      expect(session.toolChoiceQueue.hasPendingInvoker).toBe(false);
+
+      // fork: the runtime keeps the preview; xd://resolve applies it.
+      await stage("four");
+      const beforeFork = session.sessionFile;
+      expect(await session.fork()).toBe(true);
+      expect(session.sessionFile).not.toBe(beforeFork);
+      expectJournal();
+      expect(session.toolChoiceQueue.hasPendingInvoker).toBe(true);
+      expect(await resolveNow()).toContain("journaled four");
+      expectJournal("applied four: now");
+
+      // /tree back past the message that staged it: still queued, still applied.
+      await stage("five");
+      const staged = session.sessionManager.getBranch().filter((e: any) => e.type === "message" && e.message.role === "user").at(-1);
+      await session.navigateTree(staged.parentId);
+      expectJournal();
+      expect(session.toolChoiceQueue.hasPendingInvoker).toBe(true);
+      expect(await resolveNow()).toContain("journaled five");
+      expectJournal("applied five: now");
+
+      // shutdown still rejects what is left.
+      await stage("six");
+      await dispose();
+      expectJournal(`rejected six: Session ended before this action was resolved.`);
+    });
+  }
 });
