@@ -28,6 +28,7 @@
 //! [`serve`] runs the protocol over any byte streams; the `xcsh-plugins mcp` command runs it
 //! on stdio.
 
+mod checked;
 mod in_flight;
 mod input;
 
@@ -147,7 +148,10 @@ where
         }
     });
     let service = match server
-        .serve((input::Watched::new(reader, closed), writer))
+        .serve(checked::Checked::new(
+            input::Watched::new(reader, closed),
+            writer,
+        ))
         .await
     {
         Ok(service) => service,
