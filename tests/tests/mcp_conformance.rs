@@ -1,14 +1,18 @@
 //! `xcsh-plugins mcp` as the MCP conformance suite checks it (issue 36), with the fixture
-//! plugin that defines the suite's tools: JSON-RPC errors on raw stdio lines.
+//! plugin that defines the suite's tools: JSON-RPC errors on raw stdio lines, plugin log lines
+//! reaching the client (in process and under process isolation), image content and a JSON
+//! Schema 2020-12 tool schema end to end. `.ci/mcp-conformance` runs the suite itself.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+#![allow(deprecated)] // MCP logging: deprecated by SEP-2577 in rmcp, still what clients show.
 
 use std::ffi::OsString;
 use std::process::Stdio;
 
-use serde_json::Value;
+use rmcp::model::{CallToolRequestParams, ContentBlock, LoggingLevel, SetLevelRequestParams};
+use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use xcsh_integration_tests::mcp::PATIENCE;
+use xcsh_integration_tests::mcp::{text, LogRecorder, McpServerProcess, PATIENCE};
 use xcsh_integration_tests::{artifacts, plugin};
 
 fn args(isolation: &str) -> Vec<OsString> {
@@ -141,4 +145,108 @@ async fn jsonrpc_errors_on_raw_stdio_are_the_spec_s() {
         .unwrap()
         .unwrap();
     assert!(status.success(), "{status}");
+}
+
+async fn logs_reach_the_client(isolation: &str) {
+    let recorder = LogRecorder::default();
+    let server = McpServerProcess::start_with_handler(args(isolation), recorder.clone()).await;
+    let peer = server.client.peer();
+
+    let result = server.call("test_tool_with_logging", json!({})).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    // Sent before the result.
+    let messages = recorder.messages();
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    for message in &messages {
+        assert_eq!(message.level, LoggingLevel::Info);
+        assert_eq!(message.logger.as_deref(), Some("fixture_conformance"));
+    }
+    assert_eq!(messages[0].data, json!("Tool execution started"));
+
+    // Filtered by logging/setLevel.
+    tokio::time::timeout(
+        PATIENCE,
+        peer.set_level(SetLevelRequestParams::new(LoggingLevel::Warning)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    server.call("test_tool_with_logging", json!({})).await;
+    assert_eq!(recorder.messages().len(), 3, "{:?}", recorder.messages());
+    tokio::time::timeout(
+        PATIENCE,
+        peer.set_level(SetLevelRequestParams::new(LoggingLevel::Debug)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    server.call("test_tool_with_logging", json!({})).await;
+    assert_eq!(recorder.messages().len(), 6, "{:?}", recorder.messages());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_logs_reach_the_client_in_process() {
+    logs_reach_the_client("in-process").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_logs_reach_the_client_under_process_isolation() {
+    logs_reach_the_client("process").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_suite_s_tools_behave_as_its_scenarios_check() {
+    let server = McpServerProcess::start(args("in-process")).await;
+
+    let simple = server.call("test_simple_text", json!({})).await;
+    assert_ne!(simple.is_error, Some(true));
+    assert!(!text(&simple).is_empty());
+
+    let error = server.call("test_error_handling", json!({})).await;
+    assert_eq!(error.is_error, Some(true));
+    assert!(!text(&error).is_empty());
+
+    let image = server.call("test_image_content", json!({})).await;
+    match image.content.first() {
+        Some(ContentBlock::Image(image)) => {
+            assert_eq!(image.mime_type, "image/png");
+            assert!(image.data.starts_with("iVBOR"));
+        }
+        other => panic!("no image block: {other:?}"),
+    }
+
+    // The 2020-12 schema as the plugin wrote it, and arguments checked against it.
+    let tools = server.client.list_all_tools().await.unwrap();
+    let tool = tools
+        .iter()
+        .find(|tool| tool.name == "json_schema_2020_12_tool")
+        .unwrap();
+    let schema = Value::Object(tool.input_schema.as_ref().clone());
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    assert_eq!(schema["properties"]["address"]["$ref"], "#/$defs/address");
+    assert!(schema["$defs"]["address"].is_object(), "{schema}");
+    assert_eq!(schema["additionalProperties"], false);
+    let fits = json!({"name": "n", "address": {"street": "s", "city": "c"}});
+    let ok = server.call("json_schema_2020_12_tool", fits).await;
+    assert_ne!(ok.is_error, Some(true), "{}", text(&ok));
+    let wrong_ref = json!({"address": {"city": 3}});
+    let refused = server.call("json_schema_2020_12_tool", wrong_ref).await;
+    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+    let extra = json!({"name": "n", "other": 1});
+    let refused = server.call("json_schema_2020_12_tool", extra).await;
+    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+
+    // Progress: three updates, each its own notification (checked by the suite; here, that the
+    // call with a progress token completes).
+    let params = CallToolRequestParams::new("test_tool_with_progress".to_owned());
+    let progress = tokio::time::timeout(PATIENCE, server.client.call_tool(params))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(progress.is_error, Some(true));
+    server.stop().await;
 }
