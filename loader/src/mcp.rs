@@ -12,7 +12,16 @@
 //!
 //! The server declares logging: once the client is initialised, each plugin file that failed
 //! to load is sent to it as a log message (level `error`, naming the file and the cause), and
-//! the plugins that loaded are served. `logging/setLevel` is honoured.
+//! the plugins that loaded are served. `logging/setLevel` is honoured. Served with
+//! [`serve_with_plugin_logs`] (as `xcsh-plugins mcp` does), what a plugin logs while the client
+//! is connected (`api.logger()`, `ctx.logger()`, in process or isolated) is sent too, with its
+//! level and the plugin's name as `logger` (see [`PluginLogs`]); a call's result follows what
+//! its plugin logged during it.
+//!
+//! Lines on the input that `rmcp` would drop or answer with the wrong JSON-RPC error are
+//! answered by the transport in front of it (`checked`): `-32700` for a line that is not JSON,
+//! `-32602` for a served method's params that do not fit, `-32600` for a request before
+//! `initialize`.
 //!
 //! Plugin files that change while the server runs are reloaded (see [`Session::reload`]):
 //! every [`RELOAD_INTERVAL`], and before each call of a changed plugin's tool. When the tools
@@ -28,8 +37,10 @@
 //! [`serve`] runs the protocol over any byte streams; the `xcsh-plugins mcp` command runs it
 //! on stdio.
 
+mod checked;
 mod in_flight;
 mod input;
+mod plugin_logs;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -53,6 +64,7 @@ use crate::{
     RESOLVE_TOOL_NAME,
 };
 use in_flight::InFlight;
+pub use plugin_logs::PluginLogs;
 
 /// Keep a private copy of stdout for the protocol, then point fd 1 at stderr: anything else
 /// that writes to stdout (a plugin's `println!`, a C library) lands in the log instead. Call
@@ -135,7 +147,23 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let server = McpServer::new(session);
+    serve_with_plugin_logs(session, None, reader, writer).await
+}
+
+/// [`serve`], sending the client what the session's plugins log (`logs` is the relay whose
+/// [`PluginLogs::sink`] the session was built with).
+pub async fn serve_with_plugin_logs<R, W>(
+    session: Session,
+    logs: Option<Arc<PluginLogs>>,
+    reader: R,
+    writer: W,
+) -> Result<QuitReason, McpError>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let mut server = McpServer::new(session);
+    server.plugin_logs = logs.clone();
     tracing::info!(tools = server.listing().tools.len(), "serving MCP");
     let in_flight = Arc::clone(&server.in_flight);
     let closed = CancelToken::new();
@@ -147,7 +175,10 @@ where
         }
     });
     let service = match server
-        .serve((input::Watched::new(reader, closed), writer))
+        .serve(checked::Checked::new(
+            input::Watched::new(reader, closed),
+            writer,
+        ))
         .await
     {
         Ok(service) => service,
@@ -157,6 +188,12 @@ where
         }
     };
     let session = Arc::clone(&service.service().session);
+    let forwarding = logs.as_ref().and_then(|logs| {
+        logs.start(
+            service.peer().clone(),
+            Arc::clone(&service.service().log_level),
+        )
+    });
     let reloads = tokio::spawn(watch_plugins(
         service.service().clone(),
         service.peer().clone(),
@@ -168,6 +205,9 @@ where
     // The watcher holds the session too: stop it before taking the session back.
     reloads.abort();
     let _ = reloads.await;
+    if let Some(forwarding) = forwarding {
+        forwarding.abort();
+    }
     on_close.abort();
     // Whatever ended the protocol, nothing is left running under the exit: calls still running
     // are cancelled (an apply undoes what it did) and waited for.
@@ -233,6 +273,8 @@ pub struct McpServer {
     log_level: Arc<AtomicU8>,
     /// The calls running now.
     in_flight: Arc<InFlight>,
+    /// Where the plugins' log lines come from, when the client gets them.
+    plugin_logs: Option<Arc<PluginLogs>>,
 }
 
 /// The tools a client sees, for one generation of the session's tools.
@@ -272,6 +314,7 @@ impl McpServer {
             listing: Arc::new(Mutex::new(listing)),
             log_level: Arc::new(AtomicU8::new(0)),
             in_flight: Arc::default(),
+            plugin_logs: None,
         }
     }
 
@@ -388,6 +431,10 @@ impl McpServer {
             );
         }
         drop(running);
+        // What the plugin logged during the call reaches the client before its result.
+        if let Some(logs) = &self.plugin_logs {
+            logs.flush().await;
+        }
         if let Some(progress) = progress {
             // The last update the rate limit held back goes out before the result.
             progress.finish().await;

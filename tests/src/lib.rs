@@ -38,6 +38,7 @@ pub const PLUGIN_PACKAGES: &[&str] = &[
     "fixture-journal",
     "fixture-bad-layout",
     "fixture-secrets",
+    "fixture-conformance",
 ];
 
 /// Paths of the built artifacts, by cargo target name (`batch_rename`, `xcsh-plugins`, ...).

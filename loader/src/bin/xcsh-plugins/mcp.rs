@@ -36,7 +36,9 @@ pub fn run(host: &HostOptions) -> Result<ExitCode, CliError> {
 }
 
 async fn serve(host: &HostOptions, output: Output) -> Result<ExitCode, CliError> {
-    let session = host.session().build();
+    // Plugin log lines go to the client too (and, as without it, to the log on stderr).
+    let logs = std::sync::Arc::new(xcsh_loader::mcp::PluginLogs::new());
+    let session = host.session().plugin_log(logs.sink()).build();
     // Under --require-all-plugins, before the first byte of the protocol.
     host.require_all_loaded(&session)?;
     let mut stderr = QuietOnClose::new(std::io::stderr());
@@ -44,9 +46,10 @@ async fn serve(host: &HostOptions, output: Output) -> Result<ExitCode, CliError>
         // A log line: a closed stderr must not end the server.
         let _ = writeln!(stderr, "warning: {}", sanitize(&error.to_string()));
     }
-    let reason = xcsh_loader::mcp::serve(session, tokio::io::stdin(), output)
-        .await
-        .map_err(|e| CliError::Failure(e.to_string()))?;
+    let reason =
+        xcsh_loader::mcp::serve_with_plugin_logs(session, Some(logs), tokio::io::stdin(), output)
+            .await
+            .map_err(|e| CliError::Failure(e.to_string()))?;
     tracing::info!(?reason, "MCP client disconnected");
     Ok(ExitCode::SUCCESS)
 }
