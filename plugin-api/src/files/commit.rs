@@ -17,7 +17,7 @@ use std::task::{Context, Poll, Waker};
 use super::fault::Faults;
 use super::fsops::{self, identity, FileId, IO_THREADS};
 use super::journal::{self, Entry, Intent, Journal, JournalPlace, INTENT_FILE, JOURNAL_FILE};
-use super::{Change, CommitError, Committed, FileChanges, Seen};
+use super::{Change, CommitError, Committed, FileChanges};
 
 /// Asked from another thread to stop before the renames.
 pub(super) struct Cancel<'a>(&'a AtomicBool);
@@ -473,9 +473,7 @@ impl Commit {
                     ..
                 } => {
                     let now = fs::metadata(target).ok();
-                    let same = now.is_some_and(|now| {
-                        Seen::of(&now) == Seen::of(old) && identity(&now) == identity(old)
-                    });
+                    let same = now.is_some_and(|now| identity(&now) == identity(old));
                     (!same).then(|| shown(&self.root, target))
                 }
                 _ => None,

@@ -49,7 +49,6 @@ mod journal;
 mod recover;
 
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 pub use fault::{simulate_crash_at, CRASH_AT_ENV};
 pub use recover::{recover, Recovered, RecoveryOutcome};
@@ -84,23 +83,6 @@ enum Change {
     Remove {
         path: PathBuf,
     },
-}
-
-/// The size and modification time a caller read a file at: a write that carries it is refused
-/// if the file changed since (checked once more right before the renames).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Seen {
-    len: u64,
-    modified: Option<SystemTime>,
-}
-
-impl Seen {
-    fn of(meta: &std::fs::Metadata) -> Self {
-        Seen {
-            len: meta.len(),
-            modified: meta.modified().ok(),
-        }
-    }
 }
 
 /// What a successful [`FileChanges::commit`] did.
