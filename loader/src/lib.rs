@@ -56,6 +56,7 @@ pub mod messages;
 mod plugin_abi;
 pub mod plugin_log;
 pub mod resolve;
+pub mod services;
 pub mod session;
 pub mod store;
 mod sys;

@@ -38,6 +38,7 @@
 //! on stdio.
 
 mod checked;
+mod client_services;
 mod in_flight;
 mod input;
 mod plugin_logs;
@@ -485,6 +486,8 @@ impl McpServer {
             .map(|block| match block {
                 Content::Text { text } => ContentBlock::text(text),
                 Content::Image { data, mime_type } => ContentBlock::image(data, mime_type),
+                Content::Audio { data, mime_type } => ContentBlock::audio(data, mime_type),
+                Content::Resource { resource } => resource_block(resource),
             })
             .collect();
         let mut meta = Map::new();
@@ -580,6 +583,19 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // What the client declared decides what plugins may ask of it (SPEC 7).
+        let info = context.peer.peer_info();
+        let capabilities = info.as_ref().map(|info| &info.capabilities);
+        self.session
+            .set_host_services(Arc::new(client_services::McpClientServices::new(
+                context.peer.clone(),
+                capabilities,
+            )));
+        self.session
+            .session_event(crate::services::SessionChange::new(
+                crate::services::SessionReason::Start,
+            ))
+            .await;
         self.report_load_errors(&context.peer).await;
     }
 
@@ -614,4 +630,30 @@ fn log_rank(level: LogLevel) -> u8 {
         LogLevel::Alert => 6,
         LogLevel::Emergency => 7,
     }
+}
+
+/// An embedded resource as an MCP `resource` block (text or base64 `blob`).
+fn resource_block(resource: xcsh_plugin_api::EmbeddedResource) -> ContentBlock {
+    use rmcp::model::ResourceContents;
+    let xcsh_plugin_api::EmbeddedResource {
+        uri,
+        mime_type,
+        text,
+        blob,
+    } = resource;
+    let contents = match (text, blob) {
+        (None, Some(blob)) => ResourceContents::BlobResourceContents {
+            uri,
+            mime_type,
+            blob,
+            meta: None,
+        },
+        (text, _) => ResourceContents::TextResourceContents {
+            uri,
+            mime_type,
+            text: text.unwrap_or_default(),
+            meta: None,
+        },
+    };
+    ContentBlock::resource(contents)
 }

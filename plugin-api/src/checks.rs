@@ -112,3 +112,93 @@ pub fn validate_arguments(
         ))
     }
 }
+
+/// Check that `reply` answers `request` and stays inside it: the right kind of answer, an
+/// option that was offered, form values the form's schema accepts (with a `form` answer of
+/// `accept` only). The error names the service, and the field or the value. Hosts run it on
+/// every answer before the plugin sees it, so an answer outside the question never reaches a
+/// plugin.
+///
+/// ```
+/// use xcsh_plugin_api::checks::check_reply;
+/// use xcsh_plugin_api::host::{HostReply, HostRequest};
+/// let select = HostRequest::Select { title: "Pick".into(), options: vec!["a".into(), "b".into()] };
+/// assert!(check_reply(&select, &HostReply::Chosen { value: Some("b".into()) }).is_ok());
+/// assert_eq!(
+///     check_reply(&select, &HostReply::Chosen { value: Some("z".into()) }).unwrap_err(),
+///     "the answer to select \"Pick\" is \"z\", which is not one of its options (a, b)"
+/// );
+/// ```
+pub fn check_reply(
+    request: &crate::host::HostRequest,
+    reply: &crate::host::HostReply,
+) -> Result<(), String> {
+    use crate::host::{FormAction, HostReply as Reply, HostRequest as Request};
+    match (request, reply) {
+        (Request::Confirm { .. }, Reply::Confirmed { .. })
+        | (Request::Input { .. }, Reply::Chosen { .. })
+        | (Request::Notify { .. } | Request::SetStatus { .. }, Reply::Done)
+        | (Request::Complete { .. }, Reply::Completion { .. }) => Ok(()),
+        (Request::Select { title, options }, Reply::Chosen { value }) => match value {
+            Some(value) if !options.contains(value) => Err(format!(
+                "the answer to select \"{title}\" is \"{value}\", which is not one of its options ({})",
+                options.join(", ")
+            )),
+            _ => Ok(()),
+        },
+        (Request::Form { schema, .. }, Reply::Form { action, content }) => {
+            match (action, content) {
+                (FormAction::Accept, Some(content)) => check_form_values(schema, content),
+                (FormAction::Accept, None) => {
+                    Err("the form was accepted without its values".to_owned())
+                }
+                (_, Some(_)) => Err("a declined or cancelled form carries no values".to_owned()),
+                (_, None) => Ok(()),
+            }
+        }
+        (request, reply) => Err(format!(
+            "{} was answered with {reply:?}, which is not its kind of answer",
+            request.service()
+        )),
+    }
+}
+
+/// A form's values against its schema; the error names each offending field.
+fn check_form_values(schema: &Value, content: &Value) -> Result<(), String> {
+    let validator = jsonschema::validator_for(schema)
+        .map_err(|error| format!("the form's schema is not valid: {error}"))?;
+    // Elicitation schemas cannot say `additionalProperties: false`; a field the form did not
+    // ask is refused here all the same.
+    let asked = schema.get("properties").and_then(Value::as_object);
+    if let (Some(asked), Some(given)) = (asked, content.as_object()) {
+        if let Some(extra) = given.keys().find(|key| !asked.contains_key(*key)) {
+            return Err(format!("form field \"{extra}\" was not asked"));
+        }
+    }
+    let problems: Vec<String> = validator
+        .iter_errors(content)
+        .take(5)
+        .map(|error| {
+            let path = error.instance_path().to_string();
+            let field = path.trim_start_matches('/');
+            if field.is_empty() {
+                format!("the form's answer: {error}")
+            } else {
+                format!("form field \"{field}\": {error}")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// Check that a form's schema is one a host can ask: an object of flat fields (see
+/// [`form_schema`](crate::form_schema)); the error names the field that is not.
+pub fn check_form_schema(schema: &Value) -> Result<(), String> {
+    crate::form::flatten(schema)
+        .map(drop)
+        .map_err(|error| error.message().to_owned())
+}

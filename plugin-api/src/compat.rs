@@ -57,6 +57,21 @@ pub const CAPABILITIES: &[Capability] = &[
         since: "0.5.0",
         description: "the plugin may ask the host not to stop its process while idle (CustomToolApi::keep_alive)",
     },
+    Capability {
+        name: "host-services",
+        since: "0.6.0",
+        description: "a running call may ask the user (confirm, select, input, forms), notify, set a status and ask the session's model (ToolContext::ui, ToolContext::complete)",
+    },
+    Capability {
+        name: "session-events",
+        since: "0.6.0",
+        description: "tools hear the session's start, switch, branch, tree and shutdown with their own earlier results (CustomTool::on_session)",
+    },
+    Capability {
+        name: "audio-and-resources",
+        since: "0.6.0",
+        description: "results may carry audio and embedded resources",
+    },
 ];
 
 /// The capabilities a plugin built against `version` has (empty for a version this crate

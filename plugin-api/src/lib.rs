@@ -75,12 +75,15 @@ mod error;
 #[doc(hidden)]
 pub mod export;
 pub mod files;
+mod form;
 mod guard;
+pub mod host;
 mod pending;
 mod result;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tool;
+mod ui;
 
 /// tokio, as this crate builds it (cargo feature `tokio`): timers, `fs`, processes, `sync`,
 /// `io-util` and the macros, without a direct dependency. Plugin code may use it inside
@@ -115,9 +118,14 @@ pub use compat::{
     capabilities_of, Capability, API_VERSION, CAPABILITIES, OLDEST_SUPPORTED_API_VERSION,
 };
 pub use error::PluginError;
+pub use form::form_schema;
+pub use host::{
+    CompletionRequest, EarlierResult, ModelInfo, NotifyLevel, SessionEvent, SessionReason, NO_MODEL,
+};
 pub use pending::{CustomToolPendingAction, DEFAULT_SOURCE_TOOL_NAME};
-pub use result::{AgentToolResult, Content};
+pub use result::{AgentToolResult, Content, EmbeddedResource};
 pub use tool::{schema_of, CustomTool, FromApi, ToolContext, ToolSet};
+pub use ui::{FormAnswer, Ui};
 
 pub use schemars::{self, JsonSchema};
 pub use serde::{self, Deserialize};

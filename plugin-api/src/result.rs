@@ -27,6 +27,66 @@ pub enum Content {
         #[serde(rename = "mimeType")]
         mime_type: String,
     },
+    /// Audio, base64-encoded (since 0.6).
+    Audio {
+        /// Base64 data.
+        data: String,
+        /// MIME type such as `audio/wav`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    /// An embedded resource (since 0.6): a document the tool hands over whole.
+    Resource {
+        /// The resource.
+        resource: EmbeddedResource,
+    },
+}
+
+/// The resource of a [`Content::Resource`] block: text, or base64 data (`blob`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbeddedResource {
+    /// Its URI.
+    pub uri: String,
+    /// Its MIME type, when known.
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its text, for a text resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Its base64 data, for a binary resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+}
+
+impl Content {
+    /// A one-line description of a block a host cannot show (audio, a resource): its kind,
+    /// MIME type and size, as SPEC 3.1 asks. `None` for text and images.
+    pub fn placeholder(&self) -> Option<String> {
+        match self {
+            Content::Text { .. } | Content::Image { .. } => None,
+            Content::Audio { data, mime_type } => {
+                Some(format!("[audio {mime_type}, {} bytes]", base64_len(data)))
+            }
+            Content::Resource { resource } => {
+                let mime = resource.mime_type.as_deref().unwrap_or("unknown type");
+                let size = match (&resource.text, &resource.blob) {
+                    (Some(text), _) => text.len(),
+                    (None, Some(blob)) => base64_len(blob),
+                    (None, None) => 0,
+                };
+                Some(format!(
+                    "[resource {} ({mime}), {size} bytes]",
+                    resource.uri
+                ))
+            }
+        }
+    }
+}
+
+/// The number of bytes base64 text decodes to.
+fn base64_len(data: &str) -> usize {
+    let data = data.trim_end_matches('=');
+    data.len() * 3 / 4
 }
 
 /// The result of a tool call, an `apply` or a `reject`.
@@ -67,7 +127,7 @@ impl AgentToolResult {
     pub fn texts(&self) -> impl Iterator<Item = &str> {
         self.content.iter().filter_map(|block| match block {
             Content::Text { text } => Some(text.as_str()),
-            Content::Image { .. } => None,
+            _ => None,
         })
     }
 
@@ -96,6 +156,22 @@ impl From<AgentToolResult> for FfiToolResult {
                     text: data.into(),
                     mime_type: mime_type.into(),
                 },
+                Content::Audio { data, mime_type } => FfiContent {
+                    kind: FfiContentKind::AUDIO,
+                    text: data.into(),
+                    mime_type: mime_type.into(),
+                },
+                Content::Resource { resource } => FfiContent {
+                    kind: FfiContentKind::RESOURCE,
+                    mime_type: resource.mime_type.clone().unwrap_or_default().into(),
+                    text: serde_json::json!({
+                        "uri": resource.uri,
+                        "text": resource.text,
+                        "blob": resource.blob,
+                    })
+                    .to_string()
+                    .into(),
+                },
             })
             .collect();
         let details_json = match result.details {
@@ -122,6 +198,11 @@ impl From<FfiToolResult> for AgentToolResult {
                     data: block.text.into_string(),
                     mime_type: block.mime_type.into_string(),
                 },
+                Some(KnownContentKind::Audio) => Content::Audio {
+                    data: block.text.into_string(),
+                    mime_type: block.mime_type.into_string(),
+                },
+                Some(KnownContentKind::Resource) => resource_from_ffi(&block),
                 // A kind from a newer library: reported, never misread as text or image.
                 None => Content::Text {
                     text: format!(
@@ -138,6 +219,30 @@ impl From<FfiToolResult> for AgentToolResult {
     }
 }
 
+/// A resource block as it crossed the ABI (see `FfiContentKind::RESOURCE`); one the other
+/// side garbled is reported as text, never dropped.
+fn resource_from_ffi(block: &FfiContent) -> Content {
+    #[derive(Deserialize)]
+    struct Wire {
+        uri: String,
+        text: Option<String>,
+        blob: Option<String>,
+    }
+    match serde_json::from_str::<Wire>(block.text.as_str()) {
+        Ok(wire) => Content::Resource {
+            resource: EmbeddedResource {
+                uri: wire.uri,
+                mime_type: (!block.mime_type.is_empty()).then(|| block.mime_type.to_string()),
+                text: wire.text,
+                blob: wire.blob,
+            },
+        },
+        Err(error) => Content::Text {
+            text: format!("[an embedded resource the plugin sent garbled: {error}]"),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +255,18 @@ mod tests {
                 Content::Image {
                     data: "AAAA".into(),
                     mime_type: "image/png".into(),
+                },
+                Content::Audio {
+                    data: "UklGRg==".into(),
+                    mime_type: "audio/wav".into(),
+                },
+                Content::Resource {
+                    resource: EmbeddedResource {
+                        uri: "test://doc".into(),
+                        mime_type: Some("text/plain".into()),
+                        text: Some("hi".into()),
+                        blob: None,
+                    },
                 },
             ],
             details: Some(serde_json::json!({"n": 1})),

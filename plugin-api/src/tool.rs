@@ -114,6 +114,48 @@ pub trait CustomTool: Send + Sync + 'static {
         params: Self::Params,
         ctx: ToolContext,
     ) -> impl Future<Output = Result<AgentToolResult, PluginError>> + Send;
+
+    /// Hear a session event (start, switch, branch, tree, shutdown), with the tool's own
+    /// earlier results on the current branch, to rebuild state from them as TypeScript tools
+    /// do through `ctx.sessionManager`. The default does nothing. An error or a panic is
+    /// logged by the host; it never reaches the model. Since `xcsh-plugin-api` 0.6.
+    ///
+    /// ```
+    /// use std::sync::Mutex;
+    /// use xcsh_plugin_api::*;
+    ///
+    /// /// Keeps a list in its results' details, and rebuilds it after a branch or a resume.
+    /// #[derive(Default)]
+    /// struct Todo { items: Mutex<Vec<String>> }
+    ///
+    /// impl CustomTool for Todo {
+    ///     type Params = Value;
+    ///     fn name(&self) -> &str { "todo" }
+    ///     fn label(&self) -> &str { "Todo" }
+    ///     fn description(&self) -> &str { "Adds an item" }
+    ///     fn parameters_schema(&self) -> Value { json!({"type": "object"}) }
+    ///     async fn execute(&self, _: String, p: Value, _: ToolContext)
+    ///         -> Result<AgentToolResult, PluginError> {
+    ///         let mut items = self.items.lock().unwrap();
+    ///         items.push(p["item"].as_str().unwrap_or("?").to_owned());
+    ///         Ok(AgentToolResult::text("added").with_details(json!({"items": *items})))
+    ///     }
+    ///     async fn on_session(&self, event: SessionEvent) -> Result<(), PluginError> {
+    ///         let last = event.results.last().map(|r| r.details["items"].clone());
+    ///         *self.items.lock().unwrap() = last
+    ///             .and_then(|items| serde_json::from_value(items).ok())
+    ///             .unwrap_or_default();
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    fn on_session(
+        &self,
+        event: crate::SessionEvent,
+    ) -> impl Future<Output = Result<(), PluginError>> + Send {
+        let _ = event;
+        async { Ok(()) }
+    }
 }
 
 /// The JSON Schema of `T`, as tools publish it (no `$schema` or `title` at the root).
@@ -131,8 +173,10 @@ pub fn schema_of<T: JsonSchema>() -> Value {
 /// Per-call services: partial updates, cancellation, and the host's [`CustomToolApi`]
 /// (`ctx.push_pending_action(..)`, `ctx.cwd()`), so a tool need not keep the API itself.
 pub struct ToolContext {
-    host: ToolContextBox,
+    pub(crate) host: ToolContextBox,
     api: CustomToolApi,
+    /// What the host can do for this call, read at the first question.
+    pub(crate) facts: std::sync::OnceLock<crate::host::HostFacts>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -386,6 +430,27 @@ impl<T: CustomTool> ToolFfi for ToolAdapter<T> {
         ROption::RSome(self.definition.annotations)
     }
 
+    fn on_session(&self, event_json: RString) -> FfiFuture<()> {
+        let Some(tool) = self.tool.clone() else {
+            return async_ffi::FutureExt::into_ffi(async {});
+        };
+        let logger = self.api.logger();
+        let heard = guard(
+            async move {
+                let event: crate::SessionEvent = serde_json::from_str(event_json.as_str())
+                    .map_err(|e| PluginError::new(format!("unreadable session event: {e}")))?;
+                tool.on_session(event).await?;
+                Ok(AgentToolResult::default())
+            },
+            FfiToolResult::from,
+        );
+        async_ffi::FutureExt::into_ffi(async move {
+            if let abi_stable::std_types::RResult::RErr(message) = heard.await {
+                logger.error(format!("on_session failed: {message}"));
+            }
+        })
+    }
+
     fn execute(
         &self,
         tool_call_id: RString,
@@ -408,7 +473,11 @@ impl<T: CustomTool> ToolFfi for ToolAdapter<T> {
                             tool.name()
                         ))
                     })?;
-                let ctx = ToolContext { host: ctx, api };
+                let ctx = ToolContext {
+                    host: ctx,
+                    api,
+                    facts: std::sync::OnceLock::new(),
+                };
                 tool.execute(tool_call_id.into_string(), params, ctx).await
             },
             FfiToolResult::from,

@@ -10,7 +10,9 @@
 // A server notification goes on the HTTP stream of the request it belongs to: a progress
 // notification by its token, anything else (log messages) to the newest request still
 // running, as the server sends them during a call; with none running, on the session's own
-// stream.
+// stream. A server request (an elicitation, a sampling request) goes on the newest running
+// request's stream too: the session's own stream may not be open yet, and the SDK drops what
+// it cannot send there.
 
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
@@ -50,7 +52,7 @@ async function newSession() {
       for (const [id, token] of running) {
         if (token === message.params?.progressToken) relatedRequestId = id;
       }
-    } else if (message.method?.startsWith("notifications/")) {
+    } else if (message.method?.startsWith("notifications/") || message.method) {
       relatedRequestId = [...running.keys()].at(-1);
     }
     http.send(message, { relatedRequestId }).catch((error) => console.error("bridge: to the client:", error));

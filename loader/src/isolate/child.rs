@@ -18,6 +18,7 @@
 //! dropped: an apply has undone its staged changes), or after the grace period.
 
 mod actions;
+mod services;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -172,6 +173,8 @@ struct Shared {
     idle: AtomicUsize,
     /// Polls plugin futures (`Handle::block_on`); they bring their own runtime.
     runtime: tokio::runtime::Handle,
+    /// The calls' host-service requests waiting for the host's reply.
+    requests: Arc<services::Requests>,
     cwd: PathBuf,
 }
 
@@ -253,6 +256,7 @@ fn serve(
         pushes,
         idle: AtomicUsize::new(1),
         runtime,
+        requests: Arc::default(),
         cwd: arguments.cwd,
     });
     shared.pushes.serving.store(true, Ordering::SeqCst);
@@ -287,6 +291,10 @@ fn work(shared: &Arc<Shared>) -> i32 {
                 shared.pushes.answered(action, refused);
                 continue;
             }
+            HostMessage::ServiceReply { request, reply } => {
+                shared.requests.answered(request, reply);
+                continue;
+            }
             HostMessage::Shutdown => return stop(shared),
             _ => {}
         }
@@ -309,7 +317,7 @@ fn work(shared: &Arc<Shared>) -> i32 {
 /// (perhaps its `Cancel`) can be read.
 fn register(shared: &Shared, message: &HostMessage) -> Option<CancelToken> {
     let number = match message {
-        HostMessage::Execute { call, .. } => *call,
+        HostMessage::Execute { call, .. } | HostMessage::SessionEvent { call, .. } => *call,
         HostMessage::Apply { request, .. } | HostMessage::Reject { request, .. } => *request,
         _ => return None,
     };
@@ -345,8 +353,24 @@ fn handle(shared: &Shared, message: HostMessage, cancel: CancelToken) {
             tool,
             tool_call_id,
             arguments,
+            facts,
         } => {
-            let outcome = execute(shared, call, &tool, tool_call_id, arguments, cancel);
+            let services = crate::services::SessionServices::new(Arc::new(services::RemoteHost {
+                call,
+                facts,
+                outgoing: Arc::clone(&shared.outgoing),
+                requests: Arc::clone(&shared.requests),
+            }))
+            .for_call(cancel.clone());
+            let outcome = execute(
+                shared,
+                call,
+                &tool,
+                tool_call_id,
+                arguments,
+                cancel,
+                services,
+            );
             ended(shared, call);
             shared.outgoing.send(&ChildMessage::Done { call, outcome });
         }
@@ -367,7 +391,21 @@ fn handle(shared: &Shared, message: HostMessage, cancel: CancelToken) {
             ended(shared, request);
         }
         HostMessage::DropAction { action } => shared.pushes.drop_action(action),
-        HostMessage::Cancel { .. } | HostMessage::Shutdown | HostMessage::PushAnswered { .. } => {}
+        HostMessage::SessionEvent { call, tool, event } => {
+            if let Some(tool) = shared.tools.get(&tool).cloned() {
+                shared.runtime.block_on(async move {
+                    tokio::select! {
+                        () = tool.on_session(event) => {},
+                        () = cancel.cancelled() => {},
+                    }
+                });
+            }
+            ended(shared, call);
+        }
+        HostMessage::Cancel { .. }
+        | HostMessage::Shutdown
+        | HostMessage::PushAnswered { .. }
+        | HostMessage::ServiceReply { .. } => {}
     }
 }
 
@@ -379,6 +417,7 @@ fn execute(
     tool_call_id: String,
     arguments: serde_json::Value,
     cancel: CancelToken,
+    services: crate::services::CallServices,
 ) -> Result<xcsh_plugin_api::AgentToolResult, String> {
     let Some(tool) = shared.tools.get(tool).cloned() else {
         return Err(format!("Tool \"{tool}\" not found"));
@@ -391,6 +430,7 @@ fn execute(
         updates: Some(Arc::new(move |result| {
             updates.send(&ChildMessage::Update { call, result });
         })),
+        services,
     };
     let future = tool.execute(tool_call_id, arguments, ctx);
     let outcome = shared.runtime.block_on(async move {

@@ -126,6 +126,8 @@ pub(super) struct CallSlot {
     pub(super) end: oneshot::Sender<CallEnd>,
     pub(super) updates: Option<UpdateSink>,
     pub(super) finished: CancelToken,
+    /// The host services of the call: what its plugin's requests are answered with.
+    pub(super) services: crate::services::CallServices,
 }
 
 /// Who waits for the answer to an apply or reject request.
@@ -472,6 +474,12 @@ impl Connection {
         }
     }
 
+    /// Tell the child's `tool` of a session event (not answered).
+    pub(super) fn session_event(&self, tool: String, event: crate::services::SessionEvent) {
+        let call = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.send(HostMessage::SessionEvent { call, tool, event });
+    }
+
     /// Start a call of `tool`.
     pub(super) fn call(
         &self,
@@ -479,7 +487,9 @@ impl Connection {
         tool_call_id: String,
         arguments: Value,
         updates: Option<UpdateSink>,
+        services: crate::services::CallServices,
     ) -> Result<SentCall, String> {
+        let facts = services.facts();
         let number = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, end) = oneshot::channel();
         let finished = CancelToken::new();
@@ -496,6 +506,7 @@ impl Connection {
                     end: sender,
                     updates,
                     finished: finished.clone(),
+                    services,
                 },
             );
         }
@@ -505,6 +516,7 @@ impl Connection {
             tool: tool.to_owned(),
             tool_call_id,
             arguments,
+            facts,
         });
         Ok(SentCall {
             number,

@@ -446,7 +446,13 @@ impl Tool for IsolatedTool {
         Box::pin(async move {
             let connection = plugin.connection().await.map_err(ToolError::new)?;
             let sent = connection
-                .call(&tool, tool_call_id.clone(), arguments, ctx.updates.clone())
+                .call(
+                    &tool,
+                    tool_call_id.clone(),
+                    arguments,
+                    ctx.updates.clone(),
+                    ctx.services.clone(),
+                )
                 .map_err(|cause| plugin.crash_error(&connection, &tool, &cause))?;
             lock(&plugin.running).insert(
                 tool_call_id.clone(),
@@ -461,6 +467,19 @@ impl Tool for IsolatedTool {
                 Ok(CallEnd::Done(Err(message))) => Err(ToolError::new(message)),
                 Ok(CallEnd::Gone(cause)) => Err(plugin.crash_error(&connection, &tool, &cause)),
                 Err(_) => Err(plugin.crash_error(&connection, &tool, "ended")),
+            }
+        })
+    }
+
+    fn on_session(&self, event: crate::services::SessionEvent) -> BoxFuture<()> {
+        let plugin = Arc::clone(&self.plugin);
+        let tool = self.spec.name.clone();
+        Box::pin(async move {
+            // A process that is not running now (not started yet, or stopped while idle)
+            // holds no state to rebuild: it is not started for an event.
+            let current = plugin.current.lock().await.clone();
+            if let Some(connection) = current {
+                connection.session_event(tool, event);
             }
         })
     }

@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
+use xcsh_plugin_api::host::{HostFacts, HostReply, HostRequest, SessionEvent};
 use xcsh_plugin_api::AgentToolResult;
 
 use crate::load::LoadErrorKind;
@@ -24,7 +25,7 @@ use crate::load::LoadErrorKind;
 /// The version of these messages. The host passes it to the child (`--protocol N`), which
 /// refuses to serve a host of another version: `xcsh-plugin-host` must come from the same
 /// build as the loader.
-pub(crate) const PROTOCOL_VERSION: u32 = 4;
+pub(crate) const PROTOCOL_VERSION: u32 = 5;
 
 /// The largest frame either side accepts (a 50 MiB result still fits, with JSON escaping).
 pub(crate) const MAX_FRAME: usize = 256 * 1024 * 1024;
@@ -48,6 +49,21 @@ pub(crate) enum HostMessage {
         tool: String,
         tool_call_id: String,
         arguments: Value,
+        /// What the host can do for the call (protocol 5).
+        #[serde(default)]
+        facts: HostFacts,
+    },
+    /// The answer to the [`ChildMessage::Service`] numbered `request` (protocol 5).
+    ServiceReply {
+        request: u64,
+        reply: Result<HostReply, String>,
+    },
+    /// Tell `tool` of a session event; nothing is answered (protocol 5). `call` numbers it
+    /// among the calls, so a shutdown waits for it like for a call.
+    SessionEvent {
+        call: u64,
+        tool: String,
+        event: SessionEvent,
     },
     /// The call, or the apply or reject request, numbered `call` was cancelled (calls and
     /// requests are numbered from one counter): `is_cancelled()` turns true and its future is
@@ -128,6 +144,14 @@ pub(crate) enum ChildMessage {
     Resolved {
         request: u64,
         resolution: Resolution,
+    },
+    /// The plugin's call `call` asks the host a service (a question, a notification, a
+    /// completion); answered by [`HostMessage::ServiceReply`] with the same `request`
+    /// (protocol 5).
+    Service {
+        call: u64,
+        request: u64,
+        body: HostRequest,
     },
     /// The plugin asked not to be stopped while idle (`keep`), or let that go. Sent after
     /// `Hello` (a request made by the factory follows the `Hello` at once).

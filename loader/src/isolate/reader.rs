@@ -82,6 +82,32 @@ impl Reader {
         let _ = self.stop.send(Stop::Kill);
     }
 
+    /// Answer a host-services request of call `call` with the call's services, on the
+    /// isolation runtime (a question may wait for its user for long).
+    fn serve(&self, call: u64, request: u64, body: xcsh_plugin_api::host::HostRequest) {
+        let Some(connection) = self.connection.upgrade() else {
+            return;
+        };
+        let services = lock(&self.shared.calls)
+            .get(&call)
+            .map(|slot| slot.services.clone());
+        let Some(services) = services else {
+            connection.send(HostMessage::ServiceReply {
+                request,
+                reply: Err("the call already ended".to_owned()),
+            });
+            return;
+        };
+        let answer = async move {
+            let reply = services.request(body).await;
+            connection.send(HostMessage::ServiceReply { request, reply });
+        };
+        match super::connection::background() {
+            Ok(runtime) => drop(runtime.spawn(answer)),
+            Err(error) => tracing::warn!("cannot answer a plugin's host request: {error}"),
+        }
+    }
+
     fn route(&self, message: ChildMessage) {
         let shared = &self.shared;
         match message {
@@ -145,6 +171,11 @@ impl Reader {
             ChildMessage::Log { level, message } => {
                 plugin_log(self.links.log.as_ref(), &self.path, level, &message)
             }
+            ChildMessage::Service {
+                call,
+                request,
+                body,
+            } => self.serve(call, request, body),
             ChildMessage::KeepAlive { keep } => {
                 shared.keep_alive.store(keep, Ordering::SeqCst);
                 // Let go: the idle time counts from now.

@@ -155,6 +155,8 @@ impl Tool for PluginTool {
             CallServices {
                 updates: ctx.updates.clone(),
                 cancel: ctx.cancel.clone(),
+                services: ctx.services.clone(),
+                runtime: tokio::runtime::Handle::try_current().ok(),
             },
             TD_Opaque,
         );
@@ -182,6 +184,15 @@ impl Tool for PluginTool {
     fn interrupted(&self, tool_call_id: &str) -> BoxFuture<Option<String>> {
         self.running.interrupted(tool_call_id)
     }
+
+    fn on_session(&self, event: crate::services::SessionEvent) -> BoxFuture<()> {
+        let tool = Arc::clone(&self.tool);
+        Box::pin(async move {
+            // The event was built from the session's own types: it always encodes.
+            let json = serde_json::to_string(&event).unwrap_or_default();
+            tool.on_session(json.into()).await;
+        })
+    }
 }
 
 impl PluginTool {
@@ -195,6 +206,10 @@ impl PluginTool {
 struct CallServices {
     updates: Option<UpdateSink>,
     cancel: crate::tool::CancelToken,
+    services: crate::services::CallServices,
+    /// The host's runtime, where host requests run (the plugin polls its futures inside a
+    /// runtime of its own, whose timers and I/O the host's code cannot use).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl ToolContextFfi for CallServices {
@@ -206,6 +221,60 @@ impl ToolContextFfi for CallServices {
 
     fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+
+    fn host_facts(&self) -> abi_stable::std_types::ROption<RString> {
+        let facts = serde_json::to_string(&self.services.facts()).unwrap_or_default();
+        abi_stable::std_types::ROption::RSome(facts.into())
+    }
+
+    fn host_request(
+        &self,
+        request_json: RString,
+    ) -> async_ffi::FfiFuture<RResult<RString, RString>> {
+        let services = self.services.clone();
+        let runtime = self.runtime.clone();
+        async_ffi::FutureExt::into_ffi(async move {
+            let reply = serve_request(services, runtime, request_json.into_string()).await;
+            match reply {
+                Ok(reply) => RResult::ROk(reply.into()),
+                Err(message) => RResult::RErr(message.into()),
+            }
+        })
+    }
+}
+
+/// Answer one host request (JSON in, JSON out) on the host's runtime; dropping the returned
+/// future aborts it there (the question is withdrawn).
+pub(crate) async fn serve_request(
+    services: crate::services::CallServices,
+    runtime: Option<tokio::runtime::Handle>,
+    request_json: String,
+) -> Result<String, String> {
+    let request: crate::services::HostRequest =
+        serde_json::from_str(&request_json).map_err(|e| {
+            format!("the plugin sent a host request this host does not understand: {e}")
+        })?;
+    let work = async move {
+        let reply = services.request(request).await?;
+        serde_json::to_string(&reply).map_err(|e| e.to_string())
+    };
+    let Some(runtime) = runtime else {
+        return work.await;
+    };
+    let mut task = AbortOnDrop(runtime.spawn(work));
+    match (&mut task.0).await {
+        Ok(reply) => reply,
+        Err(error) => Err(format!("the host's answer failed: {error}")),
+    }
+}
+
+/// A spawned task aborted when its handle is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

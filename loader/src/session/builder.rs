@@ -58,6 +58,8 @@ pub struct SessionBuilder {
     /// When idle plugin processes are stopped.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     idle: super::idle::IdlePolicy,
+    /// What the host offers plugins' calls: a user, a model (none by default).
+    services: crate::services::SessionServices,
 }
 
 impl std::fmt::Debug for SessionBuilder {
@@ -104,7 +106,37 @@ impl SessionBuilder {
             reload: true,
             definitions_cache: true,
             idle: super::idle::IdlePolicy::default(),
+            services: crate::services::SessionServices::default(),
         }
+    }
+
+    /// What this host offers plugins besides the store (SPEC 3.1): a user to ask, where
+    /// notifications go, the session's model. Without it no one can answer (`has_ui()` is
+    /// false, questions get their defaults) and `complete` fails with
+    /// [`NO_MODEL`](crate::services::NO_MODEL).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use xcsh_loader::services::{HostReply, HostRequest, HostServices};
+    /// use xcsh_loader::store::BoxFuture;
+    /// use xcsh_loader::{Session, ToolError};
+    ///
+    /// /// A user who says yes to everything.
+    /// struct AlwaysYes;
+    /// impl HostServices for AlwaysYes {
+    ///     fn has_ui(&self) -> bool { true }
+    ///     fn ask(&self, _question: HostRequest) -> BoxFuture<Result<HostReply, ToolError>> {
+    ///         Box::pin(async { Ok(HostReply::Confirmed { yes: true }) })
+    ///     }
+    /// }
+    ///
+    /// let session = Session::builder(".").default_dirs(false).host_services(Arc::new(AlwaysYes)).build();
+    /// # drop(session);
+    /// ```
+    #[must_use]
+    pub fn host_services(mut self, services: Arc<dyn crate::services::HostServices>) -> Self {
+        self.services = crate::services::SessionServices::new(services);
+        self
     }
 
     /// Under process isolation, stop a plugin's process once it has been idle this long
@@ -361,6 +393,7 @@ impl SessionBuilder {
             steering,
             _reminders: reminders,
             default_timeout: self.default_timeout,
+            services: self.services.clone(),
             watch: Watch::default(),
             #[cfg(target_os = "linux")]
             children: Default::default(),

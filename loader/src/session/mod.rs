@@ -79,6 +79,8 @@ pub struct Session {
     steering: Arc<SteeringQueue>,
     _reminders: Option<PushSubscription>,
     default_timeout: Option<Duration>,
+    /// What the host offers plugins' calls (SPEC 3.1).
+    services: crate::services::SessionServices,
     /// The plugin files to reload when they change.
     watch: reload::Watch,
     /// What ends when the session's plugin processes have exited (see [`Session::close`]).
@@ -253,6 +255,10 @@ impl Session {
     /// Returns what each rejection gave, as [`Session::close`] does.
     pub async fn shutdown(self) -> Vec<ToolOutcome> {
         let rejected = self.close().await;
+        self.session_event(crate::services::SessionChange::new(
+            crate::services::SessionReason::Shutdown,
+        ))
+        .await;
         #[cfg(target_os = "linux")]
         let children = lock(&self.children).clone();
         drop(self);
@@ -395,6 +401,7 @@ impl Session {
             store: self.sink.clone(),
             cancel: options.cancel.clone(),
             updates: options.updates.clone(),
+            services: self.services.for_call(options.cancel.clone()),
         };
         let id = options
             .tool_call_id
@@ -441,6 +448,31 @@ impl Session {
         }
     }
 
+    /// Answer plugins' host-service requests with `services` from now on (see
+    /// [`SessionBuilder::host_services`]): for a host that learns what it can offer only once
+    /// the session runs (an MCP client's declared capabilities, a runtime's user interface).
+    /// Questions already open keep the services they were asked with.
+    pub fn set_host_services(&self, services: Arc<dyn crate::services::HostServices>) {
+        self.services.replace(services);
+    }
+
+    /// Tell every tool of a session event (SPEC 3.1 `on_session`), each with its own earlier
+    /// results, and wait until each has heard it (bounded by the session's default timeout,
+    /// or 5 seconds). A Rust session sends none by itself: the embedder says when its session
+    /// starts, switches, branches or ends ([`Session::shutdown`] sends `shutdown`).
+    pub async fn session_event(&self, change: crate::services::SessionChange) {
+        let limit = self.default_timeout.unwrap_or(Duration::from_secs(5));
+        let tools: Vec<_> = self.registry().tools().collect();
+        let heard = tools.iter().map(|tool| {
+            let event = change.for_tool(&tool.spec().name);
+            tool.on_session(event)
+        });
+        let all = futures_join_all(heard);
+        if tokio::time::timeout(limit, all).await.is_err() {
+            tracing::warn!("a tool did not finish hearing the session event within {limit:?}");
+        }
+    }
+
     /// End the session: every action still pending gets its `reject` callback, newest first,
     /// with the reason [`crate::messages::SESSION_ENDED`], so each action ever pushed gets
     /// exactly one of `apply` or `reject`. Each callback is bounded by the session's default
@@ -463,6 +495,23 @@ impl Session {
             outcomes.push(outcome);
         }
     }
+}
+
+/// Wait for every future, concurrently.
+async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl Iterator<Item = F>) {
+    let mut set = Vec::new();
+    for future in futures {
+        set.push(Box::pin(future));
+    }
+    std::future::poll_fn(|cx| {
+        set.retain_mut(|future| future.as_mut().poll(cx).is_pending());
+        if set.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

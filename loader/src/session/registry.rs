@@ -43,6 +43,11 @@ impl Registry {
         self.by_name.get(name).map(|&i| &self.tools[i])
     }
 
+    /// Every tool, in registration order.
+    pub(super) fn tools(&self) -> impl Iterator<Item = Arc<dyn Tool>> + '_ {
+        self.tools.iter().map(|r| Arc::clone(&r.tool))
+    }
+
     /// Every tool's description, in registration order.
     pub(super) fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
         self.tools.iter().map(|r| r.tool.spec())

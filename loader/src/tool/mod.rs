@@ -150,6 +150,8 @@ pub struct CallContext {
     pub cancel: CancelToken,
     /// Partial-result listener, if the caller wants updates.
     pub updates: Option<UpdateSink>,
+    /// The host's services for this call: questions, notifications, the model (SPEC 3.1).
+    pub services: crate::services::CallServices,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -183,5 +185,12 @@ pub trait Tool: Send + Sync {
     fn interrupted(&self, tool_call_id: &str) -> BoxFuture<Option<String>> {
         let _ = tool_call_id;
         Box::pin(async { None })
+    }
+
+    /// Hear a session event (start, switch, branch, tree, shutdown), with this tool's own
+    /// earlier results. The default ignores it.
+    fn on_session(&self, event: crate::services::SessionEvent) -> BoxFuture<()> {
+        let _ = event;
+        Box::pin(async {})
     }
 }

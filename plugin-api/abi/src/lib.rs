@@ -33,6 +33,12 @@
 //!   that keeps a failed apply pending knows whether the apply may run again; `false` from an
 //!   older plugin; and [`HostApiFfi::keep_alive`], a plugin's request not to be stopped
 //!   while idle (a no-op on a host that stops nothing).
+//! - New in ABI 1.3 (`xcsh-plugin-api` 0.6), the host services: [`ToolContextFfi::host_facts`]
+//!   and [`ToolContextFfi::host_request`], one request kind for every service a host offers a
+//!   running call (questions to the user, notifications, the session's model), as JSON text;
+//!   [`ToolFfi::on_session`], the session's events; and the content kinds
+//!   [`FfiContentKind::AUDIO`] and [`FfiContentKind::RESOURCE`]. An older host's context answers
+//!   "no user interface, no model"; an older plugin's tool ignores the events.
 //! - Enums are integers in a `#[repr(transparent)]` wrapper with associated constants
 //!   ([`FfiContentKind`], [`FfiLogLevel`]): a host meeting a value it does not know sees the
 //!   raw number (`known()` returns `None`) instead of misreading it.
@@ -96,12 +102,20 @@ impl FfiContentKind {
     pub const TEXT: Self = Self(0);
     /// `text` holds base64 image data and `mime_type` its type.
     pub const IMAGE: Self = Self(1);
+    /// `text` holds base64 audio data and `mime_type` its type (since ABI 1.3).
+    pub const AUDIO: Self = Self(2);
+    /// An embedded resource (since ABI 1.3): `text` holds the JSON object
+    /// `{"uri": .., "text": ..}` or `{"uri": .., "blob": <base64>}`, `mime_type` its type
+    /// (empty when unknown).
+    pub const RESOURCE: Self = Self(3);
 
     /// The kind, if this build knows it.
     pub fn known(self) -> Option<KnownContentKind> {
         match self {
             Self::TEXT => Some(KnownContentKind::Text),
             Self::IMAGE => Some(KnownContentKind::Image),
+            Self::AUDIO => Some(KnownContentKind::Audio),
+            Self::RESOURCE => Some(KnownContentKind::Resource),
             _ => None,
         }
     }
@@ -114,6 +128,10 @@ pub enum KnownContentKind {
     Text,
     /// A base64 image.
     Image,
+    /// Base64 audio.
+    Audio,
+    /// An embedded resource.
+    Resource,
 }
 
 /// One content block of an [`FfiToolResult`]; a frozen value type.
@@ -186,6 +204,26 @@ pub trait ToolContextFfi: Send + Sync {
     /// Whether the host has cancelled this call.
     #[sabi(last_prefix_field)]
     fn is_cancelled(&self) -> bool;
+
+    // ---- Added in ABI 1.3 (xcsh-plugin-api 0.6). Every method below needs a default body. ----
+
+    /// What the host can do for this call, as the JSON text of `xcsh_plugin_api::host::HostFacts`
+    /// (whether a user can answer, the session's model). `RNone` from a host before ABI 1.3
+    /// (the default body): no user interface, no model.
+    fn host_facts(&self) -> ROption<RString> {
+        ROption::RNone
+    }
+
+    /// Ask the host for a service on behalf of this call: the JSON text of an
+    /// `xcsh_plugin_api::host::HostRequest`, answered by the JSON text of a `HostReply`, or an
+    /// error message. Dropping the future withdraws the request (a question is taken off the
+    /// screen). A host before ABI 1.3 runs the default body, which refuses every request.
+    fn host_request(&self, request_json: RString) -> FfiFuture<RResult<RString, RString>> {
+        let _ = request_json;
+        async_ffi::FutureExt::into_ffi(async {
+            RResult::RErr(RString::from("this host offers no services to plugins"))
+        })
+    }
 }
 
 /// An owned tool-call context object.
@@ -276,6 +314,16 @@ pub trait ToolFfi: Send + Sync {
     /// runs when an older plugin's vtable has no such method).
     fn annotations(&self) -> ROption<FfiToolAnnotations> {
         ROption::RNone
+    }
+
+    // ---- Added in ABI 1.3 (xcsh-plugin-api 0.6). Every method below needs a default body. ----
+
+    /// Hear a session event: the JSON text of an `xcsh_plugin_api::host::SessionEvent`. A plugin
+    /// before ABI 1.3 runs the default body, which ignores it. The future never fails: the
+    /// plugin side turns an error or a panic into a log line.
+    fn on_session(&self, event_json: RString) -> FfiFuture<()> {
+        let _ = event_json;
+        async_ffi::FutureExt::into_ffi(async {})
     }
 }
 

@@ -71,6 +71,10 @@ pub async fn apply_plan(cwd: &std::path::Path, renames: &[Rename]) -> Result<(),
     Ok(())
 }
 
+/// Above this many files the tool asks the user before it plans anything, when someone can
+/// answer (`ctx.ui().has_ui()`); where no one can, it plans as always.
+pub const CONFIRM_ABOVE: usize = 20;
+
 /// The `batch_rename_preview` tool.
 #[derive(Default)]
 pub struct BatchRenamePreview;
@@ -100,6 +104,17 @@ impl CustomTool for BatchRenamePreview {
     ) -> Result<AgentToolResult, PluginError> {
         let renames = plan(&params)?;
         let n = renames.len();
+        if n > CONFIRM_ABOVE && ctx.ui().has_ui() {
+            let question = format!(
+                "Plan renaming {n} files (\"{}\" -> \"{}\")?",
+                params.find, params.replace
+            );
+            if !ctx.ui().confirm("Batch rename", question).await? {
+                return Ok(AgentToolResult::text(format!(
+                    "The user declined renaming {n} files; nothing was planned."
+                )));
+            }
+        }
         let cwd = std::sync::Arc::new(ctx.cwd().to_owned());
         let mut text = format!("Prepared rename plan for {n} files");
         for rename in &renames {
@@ -143,7 +158,8 @@ mod tests {
         }
     }
 
-    use xcsh_plugin_api::testing::{PluginTest, TestError};
+    use xcsh_plugin_api::host::HostRequest;
+    use xcsh_plugin_api::testing::{Answer, PluginTest, TestError};
 
     fn files(dir: &std::path::Path, names: &[&str]) {
         for name in names {
@@ -176,6 +192,53 @@ mod tests {
         assert_eq!(applied.joined_text(), "Applied batch rename. Reason: ok");
         assert!(test.working_dir().join("b1.txt").exists());
         assert!(test.working_dir().join("b2.txt").exists());
+    }
+
+    /// `CONFIRM_ABOVE + 1` file names and the arguments renaming them.
+    fn many() -> (Vec<String>, Value) {
+        let names: Vec<String> = (0..=CONFIRM_ABOVE).map(|i| format!("a{i}.txt")).collect();
+        let args = json!({"files": names, "find": "a", "replace": "b"});
+        (names, args)
+    }
+
+    #[tokio::test]
+    async fn many_files_ask_first_and_a_no_plans_nothing() {
+        let (names, many_args) = many();
+        let test = PluginTest::new(tools![BatchRenamePreview])
+            .with_ui([Answer::Confirm(false), Answer::Confirm(true)]);
+        let outcome = test
+            .call("batch_rename_preview", many_args.clone())
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome.text(),
+            format!(
+                "The user declined renaming {} files; nothing was planned.",
+                names.len()
+            )
+        );
+        assert!(test.pending().is_empty());
+        let asked = test.asked();
+        assert!(
+            matches!(&asked[0], HostRequest::Confirm { title, message }
+                if title == "Batch rename" && message.starts_with(&format!("Plan renaming {} files", names.len()))),
+            "{asked:?}"
+        );
+        // Yes: planned as always.
+        test.call("batch_rename_preview", many_args).await.unwrap();
+        assert_eq!(test.pending().len(), 1);
+        // A few files: nothing is asked.
+        test.call("batch_rename_preview", args()).await.unwrap();
+        assert_eq!(test.asked().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn with_no_one_to_ask_many_files_are_planned_as_always() {
+        let (_, args) = many();
+        let test = PluginTest::new(tools![BatchRenamePreview]);
+        test.call("batch_rename_preview", args).await.unwrap();
+        assert_eq!(test.pending().len(), 1);
+        assert!(test.asked().is_empty());
     }
 
     #[tokio::test]

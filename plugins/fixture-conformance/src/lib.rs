@@ -10,6 +10,9 @@
 //! - `test_tool_with_logging`: three log lines (`ctx.logger()`) during the call.
 //! - `json_schema_2020_12_tool`: a JSON Schema 2020-12 parameter schema of its own (`$schema`,
 //!   `$defs`, `$ref`, `additionalProperties: false`), given as written.
+//! - `test_elicitation`, `test_elicitation_sep1034_defaults`, `test_elicitation_sep1330_enums`,
+//!   `test_sampling`, `test_audio_content`, `test_embedded_resource`,
+//!   `test_multiple_content_types`: the host services (module `services`).
 
 use std::time::Duration;
 
@@ -226,6 +229,8 @@ impl CustomTool for JsonSchema202012 {
     }
 }
 
+mod services;
+
 export_plugin!(tools: [
     SimpleText,
     ErrorHandling,
@@ -233,4 +238,11 @@ export_plugin!(tools: [
     ImageContent,
     WithLogging,
     JsonSchema202012,
+    services::Elicitation,
+    services::ElicitationDefaults,
+    services::ElicitationEnums,
+    services::Sampling,
+    services::AudioContent,
+    services::EmbeddedResourceContent,
+    services::MixedContent,
 ]);

@@ -61,6 +61,10 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RString};
 use serde_json::Value;
 
+mod answers;
+
+pub use answers::Answer;
+
 use crate::export::create_tools_with;
 use crate::ffi::{
     details_from_json, FfiLogLevel, FfiPendingAction, FfiToolDef, FfiToolResult, HostApiFfi,
@@ -196,6 +200,8 @@ struct HostState {
     has_store: bool,
     store: Mutex<Vec<FfiPendingAction>>,
     logs: Mutex<Vec<LogLine>>,
+    /// The user and model the test scripted.
+    services: answers::ScriptedHost,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -241,6 +247,7 @@ impl HostApiFfi for HostServices {
 struct CallServices {
     updates: Arc<Mutex<Vec<AgentToolResult>>>,
     cancelled: Arc<AtomicBool>,
+    host: Arc<HostState>,
 }
 
 impl ToolContextFfi for CallServices {
@@ -250,6 +257,28 @@ impl ToolContextFfi for CallServices {
 
     fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::SeqCst)
+    }
+
+    fn host_facts(&self) -> abi_stable::std_types::ROption<RString> {
+        let facts = serde_json::to_string(&self.host.services.facts()).unwrap_or_default();
+        abi_stable::std_types::ROption::RSome(facts.into())
+    }
+
+    fn host_request(
+        &self,
+        request_json: RString,
+    ) -> async_ffi::FfiFuture<RResult<RString, RString>> {
+        let answer = self
+            .host
+            .services
+            .answer(request_json.as_str())
+            .and_then(|reply| serde_json::to_string(&reply).map_err(|e| e.to_string()));
+        async_ffi::FutureExt::into_ffi(async move {
+            match answer {
+                Ok(reply) => RResult::ROk(reply.into()),
+                Err(message) => RResult::RErr(message.into()),
+            }
+        })
     }
 }
 
@@ -299,6 +328,7 @@ impl PluginTest {
                 has_store: true,
                 store: Mutex::new(Vec::new()),
                 logs: Mutex::new(Vec::new()),
+                services: answers::ScriptedHost::default(),
             }),
             owned_dir: Some(dir),
         }
@@ -327,6 +357,85 @@ impl PluginTest {
     #[must_use]
     pub fn without_store(self) -> Self {
         self.with_host(|host| host.has_store = false)
+    }
+
+    /// Play a user who answers the tools' questions with `answers`, in order: `has_ui()` is
+    /// then true, and each question takes the next answer (an answer that does not fit its
+    /// question fails the call as a host would fail it). Without it no one can answer, as in
+    /// every host without a user interface. Call before the first [`PluginTest::call`].
+    ///
+    /// ```
+    /// use xcsh_plugin_api::testing::{Answer, PluginTest};
+    /// use xcsh_plugin_api::*;
+    ///
+    /// #[derive(Default)]
+    /// struct Clean;
+    /// impl CustomTool for Clean {
+    ///     type Params = Value;
+    ///     fn name(&self) -> &str { "clean" }
+    ///     fn label(&self) -> &str { "Clean" }
+    ///     fn description(&self) -> &str { "Deletes the build directory" }
+    ///     fn parameters_schema(&self) -> Value { json!({"type": "object"}) }
+    ///     async fn execute(&self, _: String, _: Value, ctx: ToolContext)
+    ///         -> Result<AgentToolResult, PluginError> {
+    ///         let yes = ctx.ui().confirm("Clean", "Delete target/?").await?;
+    ///         Ok(AgentToolResult::text(if yes { "deleted" } else { "kept" }))
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let said_no = PluginTest::new(tools![Clean]).with_ui([Answer::Confirm(false)]);
+    /// assert_eq!(said_no.call("clean", json!({})).await?.text(), "kept");
+    /// assert_eq!(said_no.asked().len(), 1);
+    /// // No one to ask: `confirm` is false without asking.
+    /// let headless = PluginTest::new(tools![Clean]);
+    /// assert_eq!(headless.call("clean", json!({})).await?.text(), "kept");
+    /// assert!(headless.asked().is_empty());
+    /// # Ok::<(), xcsh_plugin_api::testing::TestError>(())
+    /// # }).unwrap();
+    /// ```
+    #[must_use]
+    pub fn with_ui(self, answers: impl IntoIterator<Item = Answer>) -> Self {
+        let answers: Vec<Answer> = answers.into_iter().collect();
+        self.with_host(|host| {
+            host.services.has_ui = true;
+            host.services.script(answers);
+        })
+    }
+
+    /// Give the session a model: `ctx.model()` answers it, and each `ctx.complete(..)` takes
+    /// the next [`Answer::Completion`] (scripted here or with [`PluginTest::with_ui`]).
+    /// Without it `complete` fails with [`NO_MODEL`](crate::NO_MODEL).
+    #[must_use]
+    pub fn with_model(
+        self,
+        model: crate::ModelInfo,
+        completions: impl IntoIterator<Item = String>,
+    ) -> Self {
+        let answers: Vec<Answer> = completions.into_iter().map(Answer::Completion).collect();
+        self.with_host(|host| {
+            host.services.model = Some(model);
+            host.services.script(answers);
+        })
+    }
+
+    /// Every request the tools sent to the host so far (questions, notifications, statuses,
+    /// completions), oldest first.
+    pub fn asked(&self) -> Vec<crate::host::HostRequest> {
+        self.host.services.asked()
+    }
+
+    /// Send a session event to every tool's `on_session`, as a host does (a failure is
+    /// logged: see [`PluginTest::logs`]).
+    ///
+    /// # Errors
+    /// As [`PluginTest::tool_names`].
+    pub async fn session_event(&self, event: crate::SessionEvent) -> Result<(), TestError> {
+        let json = serde_json::to_string(&event).map_err(|e| TestError::Tool(e.to_string()))?;
+        for tool in self.tools()? {
+            tool.def.on_session(json.as_str().into()).await;
+        }
+        Ok(())
     }
 
     /// The session's working directory.
@@ -413,6 +522,7 @@ impl PluginTest {
             CallServices {
                 updates: Arc::clone(&updates),
                 cancelled: Arc::new(AtomicBool::new(false)),
+                host: Arc::clone(&self.host),
             },
             TD_Opaque,
         );

@@ -1,0 +1,252 @@
+//! The host services an MCP client offers (SPEC 7): a plugin's questions become
+//! `elicitation/create` requests, its `complete` a `sampling/createMessage`, its `notify` a
+//! `notifications/message`, each only where the client declared the capability at
+//! `initialize` (otherwise the session's defaults hold: no user, no model).
+//!
+//! Questions map onto elicitation's flat forms: `confirm` is one boolean field, `select` a
+//! string field with the options as its `enum`, `input` a string field, a form its own schema.
+//! A question withdrawn (its call cancelled) sends `notifications/cancelled` for the request.
+//! rmcp has no timeout on these requests: a question waits as long as its call may run (the
+//! session's timeout bounds the call, and with it the question).
+//!
+//! On protocol 2026-07-28 and later rmcp refuses server-to-client requests; such a client's
+//! questions fail with rmcp's message (the "input required" round trip is not served yet).
+
+// Sampling and logging are deprecated by SEP-2577 (protocol 2026-07-28); they are what every
+// client of 2025-11-25 speaks, and what SPEC 7 asks for.
+#![allow(deprecated)]
+
+use rmcp::model::{
+    CancelledNotificationParam, ClientCapabilities, ClientResult, CreateMessageRequest,
+    CreateMessageRequestParams, ElicitRequest, ElicitRequestParams, ElicitationAction,
+    ElicitationSchema, LoggingLevel, LoggingMessageNotificationParam, SamplingMessage,
+    ServerRequest,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleServer};
+use serde_json::{json, Value};
+
+use crate::services::{
+    CompletionRequest, FormAction, HostReply, HostRequest, HostServices, NotifyLevel,
+};
+use crate::store::BoxFuture;
+use crate::tool::ToolError;
+
+/// The field a question's one answer goes in.
+const ANSWER: &str = "answer";
+
+/// The services of one connected MCP client.
+pub(super) struct McpClientServices {
+    peer: Peer<RoleServer>,
+    elicitation: bool,
+    sampling: bool,
+}
+
+impl McpClientServices {
+    pub(super) fn new(peer: Peer<RoleServer>, capabilities: Option<&ClientCapabilities>) -> Self {
+        Self {
+            elicitation: capabilities.is_some_and(|c| c.elicitation.is_some()),
+            sampling: capabilities.is_some_and(|c| c.sampling.is_some()),
+            peer,
+        }
+    }
+}
+
+/// The elicitation form and message of a question.
+fn form_of(question: &HostRequest) -> Option<(String, Value)> {
+    let one = |field: Value| json!({"type": "object", "properties": {ANSWER: field}, "required": [ANSWER]});
+    Some(match question {
+        HostRequest::Confirm { title, message } => (
+            message.clone(),
+            one(json!({"type": "boolean", "title": title, "description": message})),
+        ),
+        HostRequest::Select { title, options } => (
+            title.clone(),
+            one(json!({"type": "string", "title": title, "enum": options})),
+        ),
+        HostRequest::Input { title, placeholder } => {
+            let mut field = json!({"type": "string", "title": title});
+            if let Some(placeholder) = placeholder {
+                field["description"] = json!(placeholder);
+            }
+            (title.clone(), one(field))
+        }
+        HostRequest::Form { message, schema } => (message.clone(), schema.clone()),
+        _ => return None,
+    })
+}
+
+/// The question's answer from the client's elicitation result.
+fn reply_of(
+    question: &HostRequest,
+    action: ElicitationAction,
+    content: Option<Value>,
+) -> Result<HostReply, String> {
+    let accepted = matches!(action, ElicitationAction::Accept);
+    let answer = |content: &Option<Value>| content.as_ref().and_then(|c| c.get(ANSWER)).cloned();
+    let malformed = |what: &str| {
+        format!(
+            "the client's answer to the {} is malformed: {what}",
+            question.service()
+        )
+    };
+    Ok(match question {
+        HostRequest::Confirm { .. } if accepted => match answer(&content) {
+            Some(Value::Bool(yes)) => HostReply::Confirmed { yes },
+            _ => return Err(malformed("an accepted confirm needs a boolean \"answer\"")),
+        },
+        HostRequest::Confirm { .. } => HostReply::Confirmed { yes: false },
+        HostRequest::Select { .. } | HostRequest::Input { .. } if accepted => {
+            match answer(&content) {
+                Some(Value::String(value)) => HostReply::Chosen { value: Some(value) },
+                _ => return Err(malformed("an accepted answer needs a string \"answer\"")),
+            }
+        }
+        HostRequest::Select { .. } | HostRequest::Input { .. } => HostReply::Chosen { value: None },
+        _ => HostReply::Form {
+            action: match action {
+                ElicitationAction::Accept => FormAction::Accept,
+                ElicitationAction::Decline => FormAction::Decline,
+                // Cancel, and any outcome a later protocol adds: the user did not answer.
+                _ => FormAction::Cancel,
+            },
+            content: if accepted {
+                Some(content.unwrap_or_else(|| json!({})))
+            } else {
+                None
+            },
+        },
+    })
+}
+
+/// Sends `notifications/cancelled` for a request whose answer is no longer wanted.
+struct Withdraw {
+    peer: Peer<RoleServer>,
+    id: Option<rmcp::model::RequestId>,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let reason = Some("the tool call that asked was cancelled".to_owned());
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), reason))
+                    .await;
+            });
+        }
+    }
+}
+
+/// Send `request` to the client and wait for its result; dropping the future withdraws it.
+async fn ask_client(
+    peer: &Peer<RoleServer>,
+    request: ServerRequest,
+) -> Result<ClientResult, ToolError> {
+    let handle = peer
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .map_err(|e| ToolError::new(format!("cannot ask the MCP client: {e}")))?;
+    let mut withdraw = Withdraw {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    let result = handle.await_response().await;
+    withdraw.id = None;
+    result.map_err(|e| ToolError::new(format!("the MCP client did not answer: {e}")))
+}
+
+impl HostServices for McpClientServices {
+    fn has_ui(&self) -> bool {
+        self.elicitation
+    }
+
+    fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, ToolError>> {
+        let peer = self.peer.clone();
+        Box::pin(async move {
+            let (message, schema) =
+                form_of(&question).ok_or_else(|| ToolError::new("not a question"))?;
+            let requested_schema: ElicitationSchema =
+                serde_json::from_value(schema).map_err(|e| {
+                    ToolError::new(format!(
+                        "this form cannot be sent as an MCP elicitation: {e}"
+                    ))
+                })?;
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message,
+                requested_schema,
+            };
+            let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+            match ask_client(&peer, request).await? {
+                ClientResult::ElicitResult(result) => {
+                    reply_of(&question, result.action, result.content).map_err(ToolError::new)
+                }
+                _ => Err(ToolError::new(
+                    "the MCP client answered the elicitation with another kind of result",
+                )),
+            }
+        })
+    }
+
+    fn notify(&self, message: &str, level: NotifyLevel) {
+        let level = match level {
+            NotifyLevel::Info => LoggingLevel::Info,
+            NotifyLevel::Warning => LoggingLevel::Warning,
+            NotifyLevel::Error => LoggingLevel::Error,
+        };
+        let peer = self.peer.clone();
+        let data = json!(message);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let note =
+                    LoggingMessageNotificationParam::new(level, data).with_logger("xcsh/notify");
+                let _ = peer.notify_logging_message(note).await;
+            });
+        }
+    }
+
+    fn can_complete(&self) -> bool {
+        self.sampling
+    }
+
+    fn complete(&self, request: CompletionRequest) -> BoxFuture<Result<String, ToolError>> {
+        let peer = self.peer.clone();
+        Box::pin(async move {
+            let messages: Vec<SamplingMessage> = request
+                .messages
+                .iter()
+                .map(|m| match m.role {
+                    crate::services::Role::User => SamplingMessage::user_text(m.text.clone()),
+                    crate::services::Role::Assistant => {
+                        SamplingMessage::assistant_text(m.text.clone())
+                    }
+                })
+                .collect();
+            let mut params = CreateMessageRequestParams::new(messages, request.max_tokens);
+            if let Some(system) = request.system {
+                params = params.with_system_prompt(system);
+            }
+            let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
+            match ask_client(&peer, request).await? {
+                ClientResult::CreateMessageResult(result) => {
+                    let text = result
+                        .message
+                        .content
+                        .first()
+                        .and_then(|c| c.as_text())
+                        .map(|t| t.text.clone());
+                    text.ok_or_else(|| {
+                        ToolError::new("the MCP client's model answered without text")
+                    })
+                }
+                _ => Err(ToolError::new(
+                    "the MCP client answered the sampling request with another kind of result",
+                )),
+            }
+        })
+    }
+}

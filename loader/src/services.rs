@@ -1,0 +1,415 @@
+//! Host services (SPEC 3.1): what a host offers a running plugin call besides the store, in
+//! one interface, [`HostServices`], that each host implements once (the terminal, the MCP
+//! peer, the Node runtime, an embedder's own), and the one path every request takes to it,
+//! [`CallServices`].
+//!
+//! The session holds the host's implementation and gives each call a [`CallServices`], which
+//! keeps the rules every host shares in one place, whatever answers:
+//! - where no one can answer, a question gets the TypeScript runtime's default at once
+//!   (`confirm` false, `select`/`input` none, a form `cancel`), and `complete` fails with
+//!   [`NO_MODEL`];
+//! - questions reach the user one at a time per session; a plugin that floods the host with
+//!   more than [`MAX_WAITING_QUESTIONS`] at once gets an error for the rest;
+//! - a question open when its call is cancelled is withdrawn (its future dropped), and a
+//!   cancelled call asks nothing more;
+//! - an answer outside its question is an error naming the field, never handed to the plugin
+//!   ([`xcsh_plugin_api::checks::check_reply`]).
+//!
+//! A plugin process sends the same requests over its link; the host answers them here too
+//! (`isolate`), so a plugin asks the same way wherever it runs.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+pub use xcsh_plugin_api::host::{
+    CompletionMessage, CompletionRequest, EarlierResult, FormAction, HostFacts, HostReply,
+    HostRequest, ModelInfo, NotifyLevel, Role, SessionEvent, SessionReason, NO_MODEL,
+};
+
+use crate::store::BoxFuture;
+use crate::tool::{CancelToken, ToolError};
+
+/// How many questions may wait for the user at once in one session; more fail at once.
+pub const MAX_WAITING_QUESTIONS: usize = 16;
+
+/// What a host offers plugins: a user to ask, notifications, the session's model. Every method
+/// has the default of a host that has none of them, so an implementation overrides only what
+/// it offers.
+///
+/// `ask` and `complete` are dropped when their call is cancelled: dropping must withdraw the
+/// question (take the prompt off the screen, cancel the client's request).
+pub trait HostServices: Send + Sync {
+    /// Whether someone can answer questions now.
+    fn has_ui(&self) -> bool {
+        false
+    }
+
+    /// Ask a question ([`HostRequest::is_question`]): confirm, select, input or form. Only
+    /// called when [`HostServices::has_ui`] is true; the answer is checked against the
+    /// question afterwards.
+    fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, ToolError>> {
+        Box::pin(async move {
+            Err(ToolError::new(format!(
+                "this host cannot ask a {}",
+                question.service()
+            )))
+        })
+    }
+
+    /// Show a notification (the default: the host's log).
+    fn notify(&self, message: &str, level: NotifyLevel) {
+        match level {
+            NotifyLevel::Info => tracing::info!(target: "xcsh::plugin", "{message}"),
+            NotifyLevel::Warning => tracing::warn!(target: "xcsh::plugin", "{message}"),
+            NotifyLevel::Error => tracing::error!(target: "xcsh::plugin", "{message}"),
+        }
+    }
+
+    /// Show or clear (`None`) a status line (the default: nothing).
+    fn set_status(&self, key: &str, text: Option<&str>) {
+        let _ = (key, text);
+    }
+
+    /// The session's model, when known.
+    fn model(&self) -> Option<ModelInfo> {
+        None
+    }
+
+    /// Whether [`HostServices::complete`] can reach a model.
+    fn can_complete(&self) -> bool {
+        false
+    }
+
+    /// A completion from the session's model: its text.
+    fn complete(&self, request: CompletionRequest) -> BoxFuture<Result<String, ToolError>> {
+        let _ = request;
+        Box::pin(async { Err(ToolError::new(NO_MODEL)) })
+    }
+}
+
+/// The host with no user and no model: the default of every session.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoHostServices;
+
+impl HostServices for NoHostServices {}
+
+/// One session's services and what its calls share (the one-question-at-a-time lock). The
+/// services may change while the session lives ([`crate::Session::set_host_services`]: an MCP
+/// client that declared what it can do, a runtime whose user interface arrived).
+#[derive(Clone)]
+pub(crate) struct SessionServices {
+    current: Arc<std::sync::RwLock<Arc<dyn HostServices>>>,
+    /// Held while a question is on screen.
+    asking: Arc<tokio::sync::Mutex<()>>,
+    /// Questions open or waiting.
+    waiting: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for SessionServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionServices")
+            .field("has_ui", &self.services().has_ui())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for SessionServices {
+    fn default() -> Self {
+        Self::new(Arc::new(NoHostServices))
+    }
+}
+
+impl SessionServices {
+    pub(crate) fn new(services: Arc<dyn HostServices>) -> Self {
+        Self {
+            current: Arc::new(std::sync::RwLock::new(services)),
+            asking: Arc::default(),
+            waiting: Arc::default(),
+        }
+    }
+
+    /// The services now.
+    fn services(&self) -> Arc<dyn HostServices> {
+        Arc::clone(&self.current.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Answer with `services` from now on (calls already asking keep theirs).
+    pub(crate) fn replace(&self, services: Arc<dyn HostServices>) {
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = services;
+    }
+
+    /// The services of one call, withdrawn when `cancel` fires.
+    pub(crate) fn for_call(&self, cancel: CancelToken) -> CallServices {
+        CallServices {
+            session: self.clone(),
+            cancel,
+        }
+    }
+}
+
+/// The host services of one call: the path of every request a plugin sends (see the module
+/// docs for the rules kept here).
+#[derive(Clone, Debug)]
+pub struct CallServices {
+    session: SessionServices,
+    cancel: CancelToken,
+}
+
+impl CallServices {
+    /// What the host can do for this call.
+    pub fn facts(&self) -> HostFacts {
+        let services = self.session.services();
+        HostFacts {
+            has_ui: services.has_ui(),
+            model: services.model(),
+            can_complete: services.can_complete(),
+        }
+    }
+
+    /// Answer one request of the call's plugin. `Err` is the message the plugin's request
+    /// fails with.
+    pub async fn request(&self, request: HostRequest) -> Result<HostReply, String> {
+        let services = self.session.services();
+        if self.cancel.is_cancelled() {
+            return Err(withdrawn(&request));
+        }
+        match request {
+            HostRequest::Notify { message, level } => {
+                services.notify(&message, level);
+                Ok(HostReply::Done)
+            }
+            HostRequest::SetStatus { key, text } => {
+                services.set_status(&key, text.as_deref());
+                Ok(HostReply::Done)
+            }
+            HostRequest::Complete { request } => {
+                if !services.can_complete() {
+                    return Err(NO_MODEL.to_owned());
+                }
+                let model = services.model().map(|m| m.id);
+                let completion = services.complete(request);
+                tokio::select! {
+                    text = completion => text
+                        .map(|text| HostReply::Completion { text, model })
+                        .map_err(|e| e.message().to_owned()),
+                    () = self.cancel.cancelled() => Err("the call was cancelled; its completion was withdrawn".to_owned()),
+                }
+            }
+            question => self.ask(services, question).await,
+        }
+    }
+
+    async fn ask(
+        &self,
+        services: Arc<dyn HostServices>,
+        question: HostRequest,
+    ) -> Result<HostReply, String> {
+        if let HostRequest::Form { schema, .. } = &question {
+            // A form a plugin wrote by hand, not through `form_schema`: refused here too.
+            xcsh_plugin_api::checks::check_form_schema(schema)?;
+        }
+        if !services.has_ui() {
+            return Ok(unanswered(&question));
+        }
+        let waiting = Waiting::enter(&self.session.waiting).ok_or_else(|| {
+            format!(
+                "too many questions at once: {MAX_WAITING_QUESTIONS} are already waiting for the user; ask one at a time"
+            )
+        })?;
+        let asked = question.clone();
+        let answer = async {
+            let _on_screen = self.session.asking.lock().await;
+            if self.cancel.is_cancelled() {
+                return Err(withdrawn(&asked));
+            }
+            services
+                .ask(asked)
+                .await
+                .map_err(|e| e.message().to_owned())
+        };
+        let reply = tokio::select! {
+            reply = answer => reply,
+            () = self.cancel.cancelled() => Err(withdrawn(&question)),
+        };
+        drop(waiting);
+        let reply = reply?;
+        xcsh_plugin_api::checks::check_reply(&question, &reply)?;
+        Ok(reply)
+    }
+}
+
+/// The answer of a host where no one can answer (the TypeScript runtime's defaults).
+fn unanswered(question: &HostRequest) -> HostReply {
+    match question {
+        HostRequest::Confirm { .. } => HostReply::Confirmed { yes: false },
+        HostRequest::Form { .. } => HostReply::Form {
+            action: FormAction::Cancel,
+            content: None,
+        },
+        _ => HostReply::Chosen { value: None },
+    }
+}
+
+fn withdrawn(request: &HostRequest) -> String {
+    format!(
+        "the call was cancelled; its {} was withdrawn",
+        request.service()
+    )
+}
+
+/// A place among the waiting questions, given back on drop.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn enter(count: &'a AtomicUsize) -> Option<Self> {
+        let before = count.fetch_add(1, Ordering::SeqCst);
+        if before >= MAX_WAITING_QUESTIONS {
+            count.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(Self(count))
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A session event for every tool: each tool hears it with its own earlier results only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionChange {
+    /// What happened.
+    pub reason: SessionReason,
+    /// The session file left behind, on `switch`.
+    pub previous_session_file: Option<String>,
+    /// The earlier tool results on the current branch, of every tool, oldest first.
+    pub results: Vec<ToolResultEntry>,
+}
+
+/// One earlier tool result, as a runtime's session history holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResultEntry {
+    /// The tool that produced it.
+    pub tool_name: String,
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The result's details.
+    pub details: serde_json::Value,
+}
+
+impl SessionChange {
+    /// A change with no history.
+    pub fn new(reason: SessionReason) -> Self {
+        Self {
+            reason,
+            previous_session_file: None,
+            results: Vec::new(),
+        }
+    }
+
+    /// The event as the tool `name` hears it.
+    pub fn for_tool(&self, name: &str) -> SessionEvent {
+        SessionEvent {
+            reason: self.reason.clone(),
+            previous_session_file: self.previous_session_file.clone(),
+            results: self
+                .results
+                .iter()
+                .filter(|entry| entry.tool_name == name)
+                .map(|entry| EarlierResult {
+                    tool_call_id: entry.tool_call_id.clone(),
+                    details: entry.details.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A user who takes `delay` to answer yes to everything.
+    struct SlowYes(Duration);
+
+    impl HostServices for SlowYes {
+        fn has_ui(&self) -> bool {
+            true
+        }
+        fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, ToolError>> {
+            let delay = self.0;
+            Box::pin(async move {
+                tokio::time::sleep(delay).await;
+                Ok(match question {
+                    HostRequest::Select { options, .. } => HostReply::Chosen {
+                        value: Some(format!("{}!", options[0])),
+                    },
+                    _ => HostReply::Confirmed { yes: true },
+                })
+            })
+        }
+    }
+
+    fn confirm() -> HostRequest {
+        HostRequest::Confirm {
+            title: "t".into(),
+            message: "m".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn no_user_means_the_defaults_and_no_model() {
+        let call = SessionServices::default().for_call(CancelToken::new());
+        assert_eq!(
+            call.request(confirm()).await,
+            Ok(HostReply::Confirmed { yes: false })
+        );
+        let complete = HostRequest::Complete {
+            request: CompletionRequest::new("hi"),
+        };
+        assert_eq!(call.request(complete).await, Err(NO_MODEL.to_owned()));
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_call_withdraws_its_question_and_floods_are_refused() {
+        let session = SessionServices::new(Arc::new(SlowYes(Duration::from_secs(60))));
+        let cancel = CancelToken::new();
+        let call = session.for_call(cancel.clone());
+        let mut asked = Vec::new();
+        for _ in 0..MAX_WAITING_QUESTIONS + 4 {
+            let call = call.clone();
+            asked.push(tokio::spawn(async move { call.request(confirm()).await }));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        cancel.cancel();
+        let mut refused = 0;
+        let mut withdrawn = 0;
+        for task in asked {
+            match task.await.unwrap() {
+                Err(m) if m.starts_with("too many questions at once") => refused += 1,
+                Err(m) if m.ends_with("its confirm was withdrawn") => withdrawn += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!((refused, withdrawn), (4, MAX_WAITING_QUESTIONS));
+        assert_eq!(session.waiting.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn answers_outside_the_question_never_reach_the_plugin() {
+        let call =
+            SessionServices::new(Arc::new(SlowYes(Duration::ZERO))).for_call(CancelToken::new());
+        let select = HostRequest::Select {
+            title: "Pick".into(),
+            options: vec!["a".into(), "b".into()],
+        };
+        let error = call.request(select).await.unwrap_err();
+        assert!(
+            error.contains("\"a!\", which is not one of its options"),
+            "{error}"
+        );
+    }
+}
