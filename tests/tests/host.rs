@@ -82,7 +82,7 @@ fn check_refuses_junk_truncated_and_incompatible_files_with_a_one_line_cause() {
         (truncated.as_path(), "not a loadable shared library"),
         (
             incompatible.as_path(),
-            "built against xcsh-plugin-api 0.6.0, this host supports 0.2.0 to",
+            "built against xcsh-plugin-api 0.7.0, this host supports 0.2.0 to",
         ),
         (
             legacy.as_path(),
@@ -155,7 +155,7 @@ fn new_scaffolds_a_plugin_that_builds_and_passes_check() {
     assert!(manifest.contains(r#"panic = "unwind""#), "{manifest}");
     let test_stdout = String::from_utf8_lossy(&test.stdout);
     // ... and an unknown argument refused (strict `tool_params!`).
-    assert!(test_stdout.contains("6 passed"), "{test_stdout}");
+    assert!(test_stdout.contains("7 passed"), "{test_stdout}");
     let lib = target.join("debug").join(format!(
         "{}hello_tool{}",
         std::env::consts::DLL_PREFIX,

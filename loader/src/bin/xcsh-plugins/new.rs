@@ -397,6 +397,12 @@ impl CustomTool for Greet {{
         params: Params,
         ctx: ToolContext,
     ) -> Result<AgentToolResult, PluginError> {{
+        // Where someone can answer (a terminal, an MCP client that elicits), ask first;
+        // elsewhere `confirm` is false, so ask only when `has_ui()`.
+        let ui = ctx.ui();
+        if ui.has_ui() && !ui.confirm("Greet", format!("Greet {{}}?", params.name)).await? {{
+            return Ok(AgentToolResult::text("Not greeted: the user said no."));
+        }}
         let text = greeting(&params.name);
         let (path, saved) = (ctx.resolve_path("greeting.txt"), text.clone());
         ctx.push_pending_action(
@@ -426,7 +432,7 @@ mod tests {{
     //! the schema, `execute` called, pending actions applied or rejected.
 
     use super::*;
-    use xcsh_plugin_api::testing::{{PluginTest, STORE_UNAVAILABLE, TestError}};
+    use xcsh_plugin_api::testing::{{Answer, PluginTest, STORE_UNAVAILABLE, TestError}};
 
     type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -448,6 +454,17 @@ mod tests {{
         let saved = std::fs::read_to_string(test.working_dir().join("greeting.txt"))?;
         assert_eq!(saved, "Hello, world!");
         assert!(test.pending().is_empty());
+        Ok(())
+    }}
+
+    #[tokio::test]
+    async fn the_user_can_say_no() -> TestResult {{
+        // A scripted user: each question takes the next answer.
+        let test = PluginTest::new(tools![Greet]).with_ui([Answer::Confirm(false)]);
+        let outcome = test.call("{ident}", json!({{"name": "world"}})).await?;
+        assert_eq!(outcome.text(), "Not greeted: the user said no.");
+        assert!(test.pending().is_empty());
+        assert_eq!(test.asked().len(), 1);
         Ok(())
     }}
 
