@@ -38,6 +38,7 @@ use crate::error::CliError;
 use crate::output::Output;
 use crate::report::{CallPreview, CallReport, LoadWarnings, Outcome, Resolution};
 use crate::session::HostOptions;
+use crate::terminal_ui::TerminalUi;
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
@@ -61,6 +62,10 @@ pub struct CallArgs {
     /// Abandon the call (and each resolve) after this many seconds.
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
+    /// Ask nothing on the terminal: the plugins' questions get their defaults (no,
+    /// nothing chosen, a form cancelled), as where no one can answer.
+    #[arg(long)]
+    no_input: bool,
     #[command(flatten)]
     pub session: SessionArgs,
     #[command(flatten)]
@@ -194,10 +199,15 @@ pub async fn run(
     if args.no_store {
         builder = builder.without_store();
     }
+    let interrupt = Interrupt::default();
+    // A plugin's questions on the terminal; Ctrl-C at one cancels the call as SIGINT does.
+    let terminal = TerminalUi::if_interactive(args.no_input, interrupt.on_ctrl_c());
+    if let Some(terminal) = &terminal {
+        builder = builder.host_services(Arc::clone(terminal) as _);
+    }
     let session = builder.build();
     host.require_all_loaded(&session)?;
     let session = Arc::new(session);
-    let interrupt = Interrupt::default();
     let watcher = tokio::spawn(on_signal(Arc::clone(&session), interrupt.clone()));
     let report = call_and_resolve(&session, args, arguments, timeout, output, &interrupt).await;
     watcher.abort();
@@ -210,6 +220,9 @@ pub async fn run(
     };
     for outcome in &rejected {
         tracing::info!("rejected at exit: {}", outcome.text());
+    }
+    if let Some(terminal) = &terminal {
+        terminal.restore_terminal();
     }
     match interrupt.signal() {
         Some(signal) if cut_short(report.as_ref().ok(), rejected.len()) => {
@@ -281,6 +294,20 @@ struct Interrupt {
 impl Interrupt {
     fn signal(&self) -> Option<EndSignal> {
         *self.signal.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What Ctrl-C at a plugin's question does: what `SIGINT` does (the terminal is in raw
+    /// mode there, so no signal comes): cancel the call, and end with status 130.
+    fn on_ctrl_c(&self) -> crate::terminal_ui::OnInterrupt {
+        let interrupt = self.clone();
+        Arc::new(move || {
+            interrupt
+                .signal
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(EndSignal::Interrupt);
+            interrupt.cancel.cancel();
+        })
     }
 }
 

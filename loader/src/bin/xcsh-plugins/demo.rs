@@ -27,6 +27,9 @@ pub struct DemoArgs {
     /// executable, else the copy compiled into it).
     #[arg(long = "plugin", value_name = "PATH")]
     plugins: Vec<PathBuf>,
+    /// Ask nothing on the terminal: a plugin's questions get their defaults.
+    #[arg(long)]
+    no_input: bool,
 }
 
 /// Where the demo's sample plugin comes from.
@@ -150,6 +153,8 @@ fn listing(dir: &Path) -> String {
 
 struct Demo<'a> {
     session: &'a Session,
+    /// Cancelled by Ctrl-C at a plugin's question.
+    cancel: xcsh_loader::CancelToken,
     out: &'a mut dyn Write,
     style: RenderStyle,
     step: u32,
@@ -169,7 +174,11 @@ impl Demo<'_> {
 
     async fn call(&mut self, tool: &str, arguments: Value) -> io::Result<ToolOutcome> {
         writeln!(self.out, "model calls {tool} {arguments}")?;
-        let outcome = self.session.call(tool, arguments).await;
+        let options = xcsh_loader::CallOptions {
+            cancel: self.cancel.clone(),
+            ..xcsh_loader::CallOptions::default()
+        };
+        let outcome = self.session.call_with(tool, arguments, options).await;
         let text = outcome.text();
         for line in text.lines() {
             writeln!(self.out, "  │ {}", sanitize(line))?;
@@ -238,9 +247,18 @@ pub async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<ExitCode, CliErr
 
     // Only the sample plugin: the fixtures next to it exist for the tests.
     let sample = SamplePlugin::find(&args.plugins);
-    let session =
-        crate::session::with_builtins(sample.add_to(Session::builder(&dir).default_dirs(false))?)
-            .build();
+    // A plugin's questions on the terminal; Ctrl-C at one cancels the step's call.
+    let cancel = xcsh_loader::CancelToken::new();
+    let on_ctrl_c = {
+        let cancel = cancel.clone();
+        std::sync::Arc::new(move || cancel.cancel()) as crate::terminal_ui::OnInterrupt
+    };
+    let terminal = crate::terminal_ui::TerminalUi::if_interactive(args.no_input, on_ctrl_c);
+    let mut builder = sample.add_to(Session::builder(&dir).default_dirs(false))?;
+    if let Some(terminal) = &terminal {
+        builder = builder.host_services(std::sync::Arc::clone(terminal) as _);
+    }
+    let session = crate::session::with_builtins(builder).build();
     writeln!(
         out,
         "xcsh-plugins demo — scratch directory {}",
@@ -266,6 +284,7 @@ pub async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<ExitCode, CliErr
     };
     let mut demo = Demo {
         session: &session,
+        cancel,
         out,
         style,
         step: 0,

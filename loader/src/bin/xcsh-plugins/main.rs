@@ -26,6 +26,7 @@ mod output;
 mod params;
 mod report;
 mod session;
+mod terminal_ui;
 mod trust;
 
 use cli::Command;

@@ -1,0 +1,175 @@
+//! A plugin's question on the terminal (issue 43): `xcsh-plugins call` run in a real
+//! pseudo-terminal (a `tmux` session), the sample plugin asking before it plans 21 renames.
+//! Answered no: nothing planned, exit 0; `Ctrl-C` on the open question: the call is cancelled
+//! and the command exits 130, nothing planned or renamed; `--no-input`: nothing is asked.
+//! Skipped (with a note) where `tmux` is not installed; `.ci/run` installs it.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use xcsh_integration_tests::{artifacts, listing, plugin};
+
+/// A tmux session running one command line; killed on drop.
+struct Pty {
+    name: String,
+}
+
+impl Pty {
+    fn start(name: &str, command: &str) -> Option<Self> {
+        let started = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                name,
+                "-x",
+                "160",
+                "-y",
+                "40",
+                command,
+            ])
+            .status()
+            .ok()?;
+        assert!(started.success(), "tmux new-session failed");
+        Some(Self {
+            name: name.to_owned(),
+        })
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-J", "-S", "-100", "-t", &self.name])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Wait until the screen shows `text` (at most 60 s); the screen.
+    fn wait_for(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "waited 60 s for {text:?}; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.name];
+        args.extend_from_slice(keys);
+        assert!(Command::new("tmux").args(&args).status().unwrap().success());
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
+    }
+}
+
+fn tmux_available() -> bool {
+    let found = Command::new("tmux").arg("-V").output().is_ok();
+    assert!(
+        found || std::env::var_os("XCSH_REQUIRE_TMUX").is_none(),
+        "tmux is required (XCSH_REQUIRE_TMUX is set) but not installed"
+    );
+    if !found {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+    }
+    found
+}
+
+/// 21 files, and the command line that previews renaming them all, then prints its status.
+fn setup(extra: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<String> = (0..21).map(|i| format!("a{i}.txt")).collect();
+    for file in &files {
+        std::fs::write(dir.path().join(file), "x").unwrap();
+    }
+    let args = serde_json::json!({"files": files, "find": "a", "replace": "b"});
+    let line = format!(
+        "NO_COLOR=1 '{}' call --no-default-dirs --plugin '{}' --cwd '{}' {extra} \
+         batch_rename_preview '{}' --discard; echo EXIT=$?; sleep 600",
+        artifacts().cli().display(),
+        plugin("batch-rename").display(),
+        dir.path().display(),
+        args
+    );
+    (dir, line)
+}
+
+fn session_name(test: &str) -> String {
+    format!("xcsh-{test}-{}", std::process::id())
+}
+
+fn untouched(dir: &Path) {
+    let names = listing(dir);
+    assert_eq!(names.len(), 21, "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with('a')), "{names:?}");
+}
+
+#[test]
+fn the_user_says_no_on_the_terminal_and_nothing_is_planned() {
+    if !tmux_available() {
+        return;
+    }
+    let (dir, line) = setup("");
+    let pty = Pty::start(&session_name("no"), &line).unwrap();
+    pty.wait_for("Plan renaming 21 files");
+    pty.keys(&["n", "Enter"]);
+    let screen = pty.wait_for("EXIT=");
+    assert!(
+        screen.contains("The user declined renaming 21 files; nothing was planned."),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    untouched(dir.path());
+}
+
+#[test]
+fn ctrl_c_on_the_question_withdraws_it_and_cancels_the_call() {
+    if !tmux_available() {
+        return;
+    }
+    let (dir, line) = setup("");
+    let pty = Pty::start(&session_name("ctrl-c"), &line).unwrap();
+    pty.wait_for("Plan renaming 21 files");
+    pty.keys(&["C-c"]);
+    let screen = pty.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=130"), "{screen}");
+    assert!(
+        screen.contains("Tool \"batch_rename_preview\" was cancelled"),
+        "{screen}"
+    );
+    assert!(screen.contains("interrupted by SIGINT"), "{screen}");
+    assert!(!screen.contains("Prepared rename plan"), "{screen}");
+    untouched(dir.path());
+}
+
+#[test]
+fn no_input_asks_nothing_and_plans_as_always() {
+    if !tmux_available() {
+        return;
+    }
+    let (dir, line) = setup("--no-input");
+    let pty = Pty::start(&session_name("no-input"), &line).unwrap();
+    let screen = pty.wait_for("EXIT=");
+    assert!(
+        screen.contains("Prepared rename plan for 21 files"),
+        "{screen}"
+    );
+    assert!(!screen.contains("Plan renaming"), "{screen}");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    untouched(dir.path());
+}
