@@ -42,6 +42,7 @@ mod client_services;
 mod in_flight;
 mod input;
 mod plugin_logs;
+mod rounds;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -262,6 +263,51 @@ async fn watch_plugins(server: McpServer, peer: Peer<RoleServer>) {
     }
 }
 
+impl McpServer {
+    /// A call on protocol 2026-07-28 or later: run until it ends or asks (see `rounds`); a
+    /// retry (`requestState`) answers the question its call is paused at.
+    async fn call_in_rounds(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let round = match &request.request_state {
+            Some(state) => {
+                let responses = request.input_responses.as_ref();
+                self.paused.resume(state, responses, &context.ct).await
+            }
+            None => {
+                let (questions, asked) = tokio::sync::mpsc::unbounded_channel();
+                let cancel = CancelToken::new();
+                let server = self.clone();
+                let name = request.name.to_string();
+                let arguments = Value::Object(request.arguments.unwrap_or_default());
+                // The call outlives this request: its own context, cancelled only through
+                // `cancel` (by a later request's cancellation, or when it expires).
+                let mut own = context.clone();
+                own.ct = tokio_util::sync::CancellationToken::new();
+                let call_cancel = cancel.clone();
+                let outcome = tokio::spawn(async move {
+                    server
+                        .call(&name, arguments, &own, Some((questions, call_cancel)))
+                        .await
+                });
+                let call = rounds::RoundCall {
+                    outcome,
+                    questions: asked,
+                    cancel,
+                };
+                self.paused.drive(call, &context.ct).await
+            }
+        };
+        self.announce_tool_changes(&context.peer).await;
+        match round {
+            rounds::Round::Done(outcome) => Ok(self.result(outcome?).into()),
+            rounds::Round::InputRequired(input) => Ok(input.into()),
+        }
+    }
+}
+
 /// The MCP face of one session: an `rmcp` server handler.
 #[derive(Clone)]
 pub struct McpServer {
@@ -276,6 +322,8 @@ pub struct McpServer {
     in_flight: Arc<InFlight>,
     /// Where the plugins' log lines come from, when the client gets them.
     plugin_logs: Option<Arc<PluginLogs>>,
+    /// Calls paused at a plugin's question on protocol 2026-07-28 and later.
+    paused: Arc<rounds::PausedCalls>,
 }
 
 /// The tools a client sees, for one generation of the session's tools.
@@ -316,6 +364,7 @@ impl McpServer {
             log_level: Arc::new(AtomicU8::new(0)),
             in_flight: Arc::default(),
             plugin_logs: None,
+            paused: Arc::default(),
         }
     }
 
@@ -371,6 +420,7 @@ impl McpServer {
         name: &str,
         arguments: Value,
         context: &RequestContext<RoleServer>,
+        rounds: Option<(rounds::Questions, CancelToken)>,
     ) -> Result<ToolOutcome, ErrorData> {
         // A tool a reload took away answers like any unknown tool; one it added is callable
         // once the session has it (a call of an unknown name reloads what changed).
@@ -385,16 +435,28 @@ impl McpServer {
                 return Err(ErrorData::invalid_params(message, Some(data)));
             }
         }
-        let running = self.in_flight.start();
+        let (questions, running) = match rounds {
+            Some((questions, cancel)) => (Some(questions), self.in_flight.start_with(cancel)),
+            None => (None, self.in_flight.start()),
+        };
         let cancel = running.cancel.clone();
         let progress = context
             .meta
             .get_progress_token()
             .map(|token| progress::forwarder(context.peer.clone(), token));
+        // What this request's client declared (at `initialize`, or in the request's `_meta`
+        // on protocol 2026-07-28) decides what its plugin may ask of it; read per call, since
+        // rmcp may run a call before its `notifications/initialized` is handled.
+        let services = client_services::McpClientServices::new(
+            context.peer.clone(),
+            context.client_capabilities().as_ref(),
+            questions,
+        );
         let options = CallOptions {
             tool_call_id: Some(format!("mcp_{}", context.id)),
             cancel: cancel.clone(),
             updates: progress.as_ref().map(crate::tool::PacedUpdates::sink),
+            services: Some(Arc::new(services)),
             ..CallOptions::default()
         };
         let call = self.session.call_with(name, arguments, options);
@@ -575,22 +637,20 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let in_rounds = context
+            .protocol_version()
+            .is_some_and(|version| version >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        if in_rounds {
+            return self.call_in_rounds(request, context).await;
+        }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let outcome = self.call(&request.name, arguments, &context).await;
+        let outcome = self.call(&request.name, arguments, &context, None).await;
         // A call may have reloaded a plugin whose tools changed.
         self.announce_tool_changes(&context.peer).await;
         Ok(self.result(outcome?).into())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        // What the client declared decides what plugins may ask of it (SPEC 7).
-        let info = context.peer.peer_info();
-        let capabilities = info.as_ref().map(|info| &info.capabilities);
-        self.session
-            .set_host_services(Arc::new(client_services::McpClientServices::new(
-                context.peer.clone(),
-                capabilities,
-            )));
         self.session
             .session_event(crate::services::SessionChange::new(
                 crate::services::SessionReason::Start,

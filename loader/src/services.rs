@@ -140,8 +140,19 @@ impl SessionServices {
 
     /// The services of one call, withdrawn when `cancel` fires.
     pub(crate) fn for_call(&self, cancel: CancelToken) -> CallServices {
+        self.for_call_with(None, cancel)
+    }
+
+    /// The services of one call answered by `answering` when given (the session's own
+    /// otherwise), sharing the session's one-question-at-a-time rule.
+    pub(crate) fn for_call_with(
+        &self,
+        answering: Option<Arc<dyn HostServices>>,
+        cancel: CancelToken,
+    ) -> CallServices {
         CallServices {
             session: self.clone(),
+            answering,
             cancel,
         }
     }
@@ -149,16 +160,35 @@ impl SessionServices {
 
 /// The host services of one call: the path of every request a plugin sends (see the module
 /// docs for the rules kept here).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct CallServices {
     session: SessionServices,
+    /// This call's own services, over the session's.
+    answering: Option<Arc<dyn HostServices>>,
     cancel: CancelToken,
 }
 
+impl std::fmt::Debug for CallServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallServices")
+            .field("own_services", &self.answering.is_some())
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
 impl CallServices {
+    /// Who answers this call.
+    fn services(&self) -> Arc<dyn HostServices> {
+        match &self.answering {
+            Some(services) => Arc::clone(services),
+            None => self.session.services(),
+        }
+    }
+
     /// What the host can do for this call.
     pub fn facts(&self) -> HostFacts {
-        let services = self.session.services();
+        let services = self.services();
         HostFacts {
             has_ui: services.has_ui(),
             model: services.model(),
@@ -169,7 +199,7 @@ impl CallServices {
     /// Answer one request of the call's plugin. `Err` is the message the plugin's request
     /// fails with.
     pub async fn request(&self, request: HostRequest) -> Result<HostReply, String> {
-        let services = self.session.services();
+        let services = self.services();
         if self.cancel.is_cancelled() {
             return Err(withdrawn(&request));
         }

@@ -667,6 +667,7 @@ async fn run_call(
         timeout: None,
         updates: paced.as_ref().map(PacedUpdates::sink),
         tool_call_id: Some(tool_call_id),
+        services: None,
     };
     let outcome = session.call_with(name, arguments, options).await;
     if let Some(paced) = paced {

@@ -9,8 +9,8 @@
 //! rmcp has no timeout on these requests: a question waits as long as its call may run (the
 //! session's timeout bounds the call, and with it the question).
 //!
-//! On protocol 2026-07-28 and later rmcp refuses server-to-client requests; such a client's
-//! questions fail with rmcp's message (the "input required" round trip is not served yet).
+//! On protocol 2026-07-28 and later a server may not send requests to its client: there each
+//! question becomes one round of "input required" instead (see `rounds`).
 
 // Sampling and logging are deprecated by SEP-2577 (protocol 2026-07-28); they are what every
 // client of 2025-11-25 speaks, and what SPEC 7 asks for.
@@ -18,10 +18,12 @@
 
 use rmcp::model::{
     CancelledNotificationParam, ClientCapabilities, ClientResult, CreateMessageRequest,
-    CreateMessageRequestParams, ElicitRequest, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, LoggingLevel, LoggingMessageNotificationParam, SamplingMessage,
-    ServerRequest,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationSchema, InputRequest, LoggingLevel,
+    LoggingMessageNotificationParam, SamplingMessage, ServerRequest,
 };
+
+use super::rounds::{Question, Questions};
 use rmcp::service::{Peer, PeerRequestOptions, RoleServer};
 use serde_json::{json, Value};
 
@@ -39,16 +41,49 @@ pub(super) struct McpClientServices {
     peer: Peer<RoleServer>,
     elicitation: bool,
     sampling: bool,
+    /// On protocol 2026-07-28 and later: where the call's questions go, to be sent as rounds
+    /// of "input required" (`None`: as requests to the client).
+    rounds: Option<Questions>,
 }
 
 impl McpClientServices {
-    pub(super) fn new(peer: Peer<RoleServer>, capabilities: Option<&ClientCapabilities>) -> Self {
+    pub(super) fn new(
+        peer: Peer<RoleServer>,
+        capabilities: Option<&ClientCapabilities>,
+        rounds: Option<Questions>,
+    ) -> Self {
         Self {
             elicitation: capabilities.is_some_and(|c| c.elicitation.is_some()),
             sampling: capabilities.is_some_and(|c| c.sampling.is_some()),
             peer,
+            rounds,
         }
     }
+}
+
+/// Ask the client: as a request, or as a round of "input required"; the result as JSON.
+async fn ask(
+    peer: &Peer<RoleServer>,
+    rounds: Option<&Questions>,
+    request: InputRequest,
+) -> Result<Value, ToolError> {
+    if let Some(rounds) = rounds {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        rounds
+            .send(Question { request, answer })
+            .map_err(|_| ToolError::new("the call's client is gone"))?;
+        return answered
+            .await
+            .map_err(|_| ToolError::new("the client never answered (the paused call expired)"))?
+            .map_err(ToolError::new);
+    }
+    let request = match request {
+        InputRequest::Elicitation(request) => ServerRequest::ElicitRequest(request),
+        InputRequest::CreateMessage(request) => ServerRequest::CreateMessageRequest(request),
+        _ => return Err(ToolError::new("not a request this server sends")),
+    };
+    let result = ask_client(peer, request).await?;
+    serde_json::to_value(result).map_err(|e| ToolError::new(e.to_string()))
 }
 
 /// The elicitation form and message of a question.
@@ -166,6 +201,7 @@ impl HostServices for McpClientServices {
 
     fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, ToolError>> {
         let peer = self.peer.clone();
+        let rounds = self.rounds.clone();
         Box::pin(async move {
             let (message, schema) =
                 form_of(&question).ok_or_else(|| ToolError::new("not a question"))?;
@@ -180,15 +216,14 @@ impl HostServices for McpClientServices {
                 message,
                 requested_schema,
             };
-            let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
-            match ask_client(&peer, request).await? {
-                ClientResult::ElicitResult(result) => {
-                    reply_of(&question, result.action, result.content).map_err(ToolError::new)
-                }
-                _ => Err(ToolError::new(
-                    "the MCP client answered the elicitation with another kind of result",
-                )),
-            }
+            let request = InputRequest::Elicitation(ElicitRequest::new(params));
+            let result = ask(&peer, rounds.as_ref(), request).await?;
+            let result: ElicitResult = serde_json::from_value(result).map_err(|e| {
+                ToolError::new(format!(
+                    "the MCP client's elicitation result is malformed: {e}"
+                ))
+            })?;
+            reply_of(&question, result.action, result.content).map_err(ToolError::new)
         })
     }
 
@@ -215,6 +250,7 @@ impl HostServices for McpClientServices {
 
     fn complete(&self, request: CompletionRequest) -> BoxFuture<Result<String, ToolError>> {
         let peer = self.peer.clone();
+        let rounds = self.rounds.clone();
         Box::pin(async move {
             let messages: Vec<SamplingMessage> = request
                 .messages
@@ -230,23 +266,20 @@ impl HostServices for McpClientServices {
             if let Some(system) = request.system {
                 params = params.with_system_prompt(system);
             }
-            let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
-            match ask_client(&peer, request).await? {
-                ClientResult::CreateMessageResult(result) => {
-                    let text = result
-                        .message
-                        .content
-                        .first()
-                        .and_then(|c| c.as_text())
-                        .map(|t| t.text.clone());
-                    text.ok_or_else(|| {
-                        ToolError::new("the MCP client's model answered without text")
-                    })
-                }
-                _ => Err(ToolError::new(
-                    "the MCP client answered the sampling request with another kind of result",
-                )),
-            }
+            let request = InputRequest::CreateMessage(CreateMessageRequest::new(params));
+            let result = ask(&peer, rounds.as_ref(), request).await?;
+            let result: CreateMessageResult = serde_json::from_value(result).map_err(|e| {
+                ToolError::new(format!(
+                    "the MCP client's sampling result is malformed: {e}"
+                ))
+            })?;
+            let text = result
+                .message
+                .content
+                .first()
+                .and_then(|c| c.as_text())
+                .map(|t| t.text.clone());
+            text.ok_or_else(|| ToolError::new("the MCP client's model answered without text"))
         })
     }
 }

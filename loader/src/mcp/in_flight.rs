@@ -42,8 +42,12 @@ impl Drop for Running {
 impl InFlight {
     /// Register a call that starts now.
     pub(super) fn start(self: &Arc<Self>) -> Running {
+        self.start_with(CancelToken::new())
+    }
+
+    /// Register a call that starts now, cancelled by `cancel` (and by `cancel_all`).
+    pub(super) fn start_with(self: &Arc<Self>, cancel: CancelToken) -> Running {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
-        let cancel = CancelToken::new();
         lock(&self.calls).insert(number, cancel.clone());
         // Checked after the insert: `cancel_all` sets the flag before it cancels what it finds.
         if self.closing.load(Ordering::SeqCst) {

@@ -401,7 +401,9 @@ impl Session {
             store: self.sink.clone(),
             cancel: options.cancel.clone(),
             updates: options.updates.clone(),
-            services: self.services.for_call(options.cancel.clone()),
+            services: self
+                .services
+                .for_call_with(options.services.clone(), options.cancel.clone()),
         };
         let id = options
             .tool_call_id

@@ -98,6 +98,9 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// Receives partial results.
     pub updates: Option<UpdateSink>,
+    /// Who answers this call's host-service requests, instead of the session's services (an
+    /// MCP server answers each call with what its client declared for that request).
+    pub services: Option<std::sync::Arc<dyn crate::services::HostServices>>,
 }
 
 impl std::fmt::Debug for CallOptions {
