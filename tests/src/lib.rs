@@ -186,16 +186,30 @@ impl Artifacts {
 pub fn frozen_v0_2_plugin() -> PathBuf {
     static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
     PLUGIN
-        .get_or_init(|| match build_frozen() {
+        .get_or_init(|| match build_frozen("tests/frozen", "fixture-v0_2") {
             Ok(path) => path,
             Err(message) => panic!("{message}"),
         })
         .clone()
 }
 
-fn build_frozen() -> Result<PathBuf, String> {
+/// The fixture plugin built against the frozen copy of `xcsh-plugin-api` 0.5.1, the last API
+/// before the host services (`tests/frozen-0.5/`, a workspace of its own), built once per
+/// process.
+pub fn frozen_v0_5_plugin() -> PathBuf {
+    static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
+    PLUGIN
+        .get_or_init(|| match build_frozen("tests/frozen-0.5", "fixture-v0_5") {
+            Ok(path) => path,
+            Err(message) => panic!("{message}"),
+        })
+        .clone()
+}
+
+/// Build `package` of the frozen workspace `dir`; its shared library.
+fn build_frozen(dir: &str, package: &str) -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let frozen = workspace_root().join("tests/frozen");
+    let frozen = workspace_root().join(dir);
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target"));
@@ -206,20 +220,22 @@ fn build_frozen() -> Result<PathBuf, String> {
             "--locked",
             "--message-format=json-render-diagnostics",
         ])
-        .args(["-p", "fixture-v0_2", "--target-dir"])
+        .args(["-p", package, "--target-dir"])
         .arg(&target)
         .output()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !output.status.success() {
         return Err(format!(
-            "building the frozen 0.2.0 fixture failed:\n{}",
+            "building the frozen fixture {package} failed:\n{}",
             String::from_utf8_lossy(&output.stderr)
         ));
     }
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "fixture_v0_2")
+        .filter(|m| {
+            m["reason"] == "compiler-artifact" && m["target"]["name"] == package.replace('-', "_")
+        })
         .flat_map(|m| {
             m["filenames"]
                 .as_array()
@@ -229,7 +245,7 @@ fn build_frozen() -> Result<PathBuf, String> {
                 .collect::<Vec<_>>()
         })
         .find(|f| f.to_string_lossy().ends_with(std::env::consts::DLL_SUFFIX))
-        .ok_or_else(|| "cargo reported no shared library for fixture-v0_2".to_owned())
+        .ok_or_else(|| format!("cargo reported no shared library for {package}"))
 }
 
 /// Shorthand for `artifacts().plugin(package)`.

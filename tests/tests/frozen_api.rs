@@ -142,3 +142,99 @@ fn check_json_reports_the_0_2_0_version_its_capabilities_and_absent_hints() {
         json!({"readOnly": null, "destructive": null, "idempotent": null, "openWorld": null})
     );
 }
+
+/// A host with a user who would say yes, and a model: what a 0.5 plugin never asks for.
+struct Everything;
+
+impl xcsh_loader::services::HostServices for Everything {
+    fn has_ui(&self) -> bool {
+        true
+    }
+    fn can_complete(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn a_0_5_1_plugin_runs_unchanged_in_this_host_in_both_isolation_modes() {
+    use xcsh_loader::services::{SessionChange, SessionReason, ToolResultEntry};
+    for isolation in [
+        xcsh_loader::Isolation::Process,
+        xcsh_loader::Isolation::InProcess,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let session = Session::builder(dir.path())
+            .default_dirs(false)
+            .isolation(isolation)
+            .host_services(std::sync::Arc::new(Everything))
+            .plugin(xcsh_integration_tests::frozen_v0_5_plugin())
+            .build();
+        assert!(
+            session.load_errors().is_empty(),
+            "{:#?}",
+            session.load_errors()
+        );
+        assert_eq!(session.plugins()[0].api_version.to_string(), "0.5.1");
+        assert_eq!(session.plugins()[0].isolation, isolation);
+        let capabilities = xcsh_plugin_api::capabilities_of("0.5.1");
+        assert!(!capabilities.contains(&"host-services"), "{capabilities:?}");
+
+        // Session events reach a plugin that predates them: ignored (the ABI's default body).
+        let mut start = SessionChange::new(SessionReason::Start);
+        start.results.push(ToolResultEntry {
+            tool_name: "frozen_echo".into(),
+            tool_call_id: "old".into(),
+            details: json!({"n": 1}),
+        });
+        session.session_event(start).await;
+
+        let echo = session.call("frozen_echo", json!({"text": "hi"})).await;
+        assert!(!echo.is_error, "{isolation:?}: {}", echo.text());
+        assert_eq!(echo.text(), "echo: hi");
+        assert_eq!(echo.result.details, Some(json!({"api": "0.5.1"})));
+
+        let preview = session.call("frozen_preview", json!({"text": "a"})).await;
+        assert_eq!(preview.text(), "previewed", "{isolation:?}");
+        let applied = session
+            .call(
+                RESOLVE_TOOL_NAME,
+                json!({"action": "apply", "reason": "ok"}),
+            )
+            .await;
+        assert_eq!(applied.text(), "applied a: ok", "{isolation:?}");
+        session.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn a_0_2_0_plugin_runs_in_process_too_with_host_services_offered() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = Session::builder(dir.path())
+        .default_dirs(false)
+        .isolation(xcsh_loader::Isolation::InProcess)
+        .host_services(std::sync::Arc::new(Everything))
+        .plugin(frozen_v0_2_plugin())
+        .build();
+    assert!(
+        session.load_errors().is_empty(),
+        "{:#?}",
+        session.load_errors()
+    );
+    session
+        .session_event(xcsh_loader::services::SessionChange::new(
+            xcsh_loader::services::SessionReason::Branch,
+        ))
+        .await;
+    let echo = session.call("frozen_echo", json!({"text": "hi"})).await;
+    assert_eq!(echo.text(), "echo: hi");
+    let preview = session.call("frozen_preview", json!({"text": "a"})).await;
+    assert!(!preview.is_error, "{}", preview.text());
+    let discarded = session
+        .call(
+            RESOLVE_TOOL_NAME,
+            json!({"action": "discard", "reason": "no"}),
+        )
+        .await;
+    assert!(!discarded.is_error, "{}", discarded.text());
+    session.shutdown().await;
+}
