@@ -2,10 +2,12 @@
 // `CustomTool`, `CustomToolPendingAction` and `AgentToolResult`, and require of `pi` only what
 // the factory reads, so any xcsh runtime (or a runtime written from the seed) fits.
 
-/** A block of a tool result. */
+/** A block of a tool result (audio and resources since xcsh-plugin-api 0.6). */
 export type NativeContent =
   | { type: "text"; text: string }
-  | { type: "image"; data: string; mimeType: string };
+  | { type: "image"; data: string; mimeType: string }
+  | { type: "audio"; data: string; mimeType: string }
+  | { type: "resource"; resource: { uri: string; mimeType?: string; text?: string; blob?: string } };
 
 /** What a tool, an `apply` or a `reject` gives back (xcsh's `AgentToolResult`). */
 export interface NativeToolResult {
@@ -47,6 +49,25 @@ export interface NativeToolHost {
   pushPendingAction?: (action: NativePendingAction) => void;
   /** Where load errors and plugin log lines go, when present. */
   logger?: Partial<Record<"debug" | "info" | "warn" | "error", (message: string) => void>>;
+  /**
+   * A UI that answers the native tools' questions (`confirm`, `select`, `input`; forms are
+   * asked field by field, then "Submit?"), used when `hasUI` is true. xcsh's runtime gives
+   * custom tools a no-op one (`hasUI` false); load the same factory as an extension too (see
+   * `nativeToolFactory`) and its context's real `ui` is used instead. Each dialog gets
+   * `{signal}`, aborted when the call that asked is cancelled.
+   */
+  ui?: NativeToolUi;
+  /** Whether `ui` can answer. */
+  hasUI?: boolean;
+}
+
+/** The dialogs the native tools' questions use (a subset of xcsh's `ExtensionUIContext`). */
+export interface NativeToolUi {
+  confirm?(title: string, message: string, options?: { signal?: AbortSignal }): Promise<boolean>;
+  select?(title: string, options: string[], dialog?: { signal?: AbortSignal }): Promise<string | undefined>;
+  input?(title: string, placeholder?: string, options?: { signal?: AbortSignal }): Promise<string | undefined>;
+  notify?(message: string, type?: "info" | "warning" | "error"): void;
+  setStatus?(key: string, text: string | undefined): void;
 }
 
 /** A capability tier of xcsh's approval gate. */
@@ -144,9 +165,21 @@ export interface NativeLoadError {
   message: string;
 }
 
-/** The factory xcsh calls with its `pi`; also closes what it loaded. */
+/** The parts of xcsh's `ExtensionAPI` the factory uses when it is loaded as an extension. */
+export interface NativeToolExtensionHost {
+  on(event: string, handler: (event: unknown, ctx: { sessionManager?: object; ui?: NativeToolUi; hasUI?: boolean; model?: unknown }) => unknown): void;
+  registerTool(tool: unknown): void;
+}
+
+/**
+ * The factory xcsh calls with its `pi`; also closes what it loaded. Called with an
+ * `ExtensionAPI` (the same file loaded as an extension: `--extension file`, or a copy under
+ * `.omp/extensions/`), it loads nothing and lends the native tools of the same session the
+ * extension context's real UI and model.
+ */
 export interface NativeToolFactory {
   (pi: NativeToolHost): Promise<NativeTool[]>;
+  (pi: NativeToolExtensionHost): Promise<undefined>;
   /** Discard (through each plugin's `reject`, newest first) every native action never resolved, and end the plugin processes. */
   close(): Promise<void>;
   /** Files that failed to load in the last invocation; the others still loaded. */

@@ -10,6 +10,7 @@
 const fs = require("node:fs");
 const path = require("node:path");
 
+const host = require("./host.js");
 const platform = require("./platform.js");
 
 const ADDON_ENV = "XCSH_NATIVE_PLUGINS_ADDON";
@@ -365,6 +366,12 @@ class PluginSession {
     // Running calls' promise settlers, by call number; the addon answers each exactly once
     // through `settle` (one thread-safe function for the session, not one per call).
     this.running = new Map();
+    // What each running call may use of the runtime (host.js), by call number; the dialogs
+    // open for host requests, by request number (aborted when the request is withdrawn).
+    this.callHosts = new Map();
+    this.dialogs = new Map();
+    this.toolNames = new Set();
+    this.lastForwarded = null;
     // The addon's functions never keep the runtime alive; a running call does, through this
     // timer, referenced only while calls run (`ref`/`unref` are flag flips, cheaper per call
     // than a timer made and cleared).
@@ -405,7 +412,45 @@ class PluginSession {
         ? (level, plugin, line) => logTo(pi.logger, level, `[${path.basename(plugin)}] ${line}`)
         : null,
       (call, ok, text) => this.settled(call, ok, text),
+      (request, call, json) => this.service(request, call, json),
     );
+  }
+
+  /// A host request of call `call` (host.js answers it), or, with an empty `json`, the
+  /// withdrawal of request `request` (its call was cancelled): its dialog is aborted.
+  service(request, call, json) {
+    if (json === "") {
+      const open = this.dialogs.get(request);
+      if (open) open.abort();
+      return;
+    }
+    const controller = new AbortController();
+    this.dialogs.set(request, controller);
+    Promise.resolve()
+      .then(() => host.answer(JSON.parse(json), this.callHosts.get(call), controller.signal))
+      .then(
+        (reply) => this.native.answerService(request, true, JSON.stringify(reply)),
+        (error) => this.native.answerService(request, false, messageOf(error, "the runtime's UI")),
+      )
+      .finally(() => this.dialogs.delete(request));
+  }
+
+  /// Forward a session event to the native tools' `on_session`, with their earlier results on
+  /// the current branch; once per event, whichever tool hears it first. `shutdown` is not
+  /// forwarded: closing the native session sends it.
+  async forwardEvent(event, ctx) {
+    if (!event || this.closed || event === this.lastForwarded || event.reason === "shutdown") return;
+    this.lastForwarded = event;
+    const forwarded = {
+      reason: String(event.reason),
+      previousSessionFile: event.previousSessionFile ?? undefined,
+      results: host.branchResults(ctx, this.toolNames),
+    };
+    try {
+      await this.native.sessionEvent(JSON.stringify(forwarded));
+    } catch (error) {
+      logTo(this.pi.logger, "warn", `session event not forwarded: ${messageOf(error, "sessionEvent")}`);
+    }
   }
 
   /// The addon's answer to call `call`: the result's JSON, or the error's message.
@@ -511,6 +556,7 @@ class PluginSession {
       logTo(this.pi.logger, "warn", `native plugin not loaded: ${error.message}`);
     }
     const tools = this.native.tools().map((spec) => this.tool(spec));
+    for (const tool of tools) this.toolNames.add(tool.name);
     return { tools, loadErrors };
   }
 
@@ -529,14 +575,19 @@ class PluginSession {
         : defaultApproval(spec),
       async execute(toolCallId, params, onUpdate, ctx, signal) {
         session.observe(ctx);
-        return session.execute(spec.name, toolCallId, params, onUpdate, signal);
+        return session.execute(spec.name, toolCallId, params, onUpdate, signal, ctx);
       },
       /// xcsh's runtime tells its tools when the session ends: `"shutdown"` closes this
-      /// invocation's native session (once, whichever of its tools hears it first). Other
-      /// events settle the actions the runtime dropped (`droppedByRuntime`).
+      /// invocation's native session (once, whichever of its tools hears it first), which
+      /// sends the native tools `shutdown`. Other events reach the native tools' `on_session`
+      /// and settle the actions the runtime dropped (`droppedByRuntime`).
       async onSession(event, ctx) {
-        if (event && event.reason === "shutdown") await session.close();
-        else await session.conversationChanged(event, ctx);
+        if (event && event.reason === "shutdown") {
+          await session.close();
+          return;
+        }
+        await session.forwardEvent(event, ctx);
+        await session.conversationChanged(event, ctx);
       },
     };
     if (this.options.loadMode !== undefined) tool.loadMode = this.options.loadMode;
@@ -570,7 +621,7 @@ class PluginSession {
     }
   }
 
-  async execute(name, toolCallId, params, onUpdate, signal) {
+  async execute(name, toolCallId, params, onUpdate, signal, ctx) {
     if (this.closed) {
       throw new Error(`Tool "${name}" cannot run: the native plugins were closed (close() was called)`);
     }
@@ -578,6 +629,8 @@ class PluginSession {
     const call = this.nextCall;
     const wantsUpdates = typeof onUpdate === "function";
     if (wantsUpdates) this.updateHandlers.set(call, onUpdate);
+    const callHost = host.hostOf(this.pi, ctx);
+    this.callHosts.set(call, callHost);
     const abort = () => {
       const message = this.native.cancel(call);
       if (message !== null && message !== undefined) this.settled(call, false, message);
@@ -592,6 +645,7 @@ class PluginSession {
           JSON.stringify(params === undefined ? {} : params),
           String(toolCallId ?? ""),
           wantsUpdates,
+          JSON.stringify(host.factsOf(callHost)),
         );
       } catch (error) {
         this.settled(call, false, messageOf(error, `Tool "${name}"`));
@@ -602,6 +656,7 @@ class PluginSession {
     } finally {
       if (watching) signal.removeEventListener("abort", abort);
       if (wantsUpdates) this.updateHandlers.delete(call);
+      this.callHosts.delete(call);
     }
   }
 
@@ -628,6 +683,12 @@ function nativeToolFactory(options) {
   const loadErrors = [];
   let closed = false;
   const factory = async function nativeTools(pi) {
+    // Loaded as an extension (`ExtensionAPI`): the half that lends the native tools the
+    // runtime's UI and model (host.js). An extension factory returns nothing.
+    if (host.isExtensionApi(pi)) {
+      host.installExtension(pi);
+      return undefined;
+    }
     if (closed) throw new Error("nativeToolFactory: the native plugins were closed (close() was called)");
     const session = new PluginSession(checked, pi || {});
     sessions.push(session);

@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 pub use xcsh_plugin_api::host::{
-    CompletionMessage, CompletionRequest, EarlierResult, FormAction, HostFacts, HostReply,
-    HostRequest, ModelInfo, NotifyLevel, Role, SessionEvent, SessionReason, NO_MODEL,
+    ordered_fields, CompletionMessage, CompletionRequest, EarlierResult, FormAction, HostFacts,
+    HostReply, HostRequest, ModelInfo, NotifyLevel, Role, SessionEvent, SessionReason, NO_MODEL,
 };
 
 use crate::store::BoxFuture;

@@ -62,6 +62,69 @@ pub fn form_schema<T: JsonSchema>() -> Result<Value, PluginError> {
     flatten(&schema_of::<T>())
 }
 
+/// The names of `T`'s fields in declaration order (after serde's renames), read from its
+/// `Deserialize` implementation: serde hands a struct's field names to the deserializer, and
+/// a JSON object (what the schema is) keeps no order. Empty when `T` is not a plain struct.
+///
+/// ```
+/// xcsh_plugin_api::tool_params! {
+///     #[serde(rename_all = "camelCase")]
+///     struct Person { user_name: String, email: String, age: u32 }
+/// }
+/// assert_eq!(xcsh_plugin_api::form::field_order::<Person>(), ["userName", "email", "age"]);
+/// ```
+pub fn field_order<'de, T: serde::Deserialize<'de>>() -> Vec<String> {
+    let mut fields = Vec::new();
+    let _ = T::deserialize(FieldNames(&mut fields));
+    fields
+}
+
+/// A deserializer that only records the field names a struct asks for, then stops.
+struct FieldNames<'a>(&'a mut Vec<String>);
+
+/// Why [`FieldNames`] stops (never shown).
+#[derive(Debug)]
+struct Stop;
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("field names read")
+    }
+}
+
+impl std::error::Error for Stop {}
+
+impl serde::de::Error for Stop {
+    fn custom<M: std::fmt::Display>(_message: M) -> Self {
+        Stop
+    }
+}
+
+impl<'de> serde::Deserializer<'de> for FieldNames<'_> {
+    type Error = Stop;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Stop> {
+        Err(Stop)
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Stop> {
+        self.0
+            .extend(fields.iter().map(|field| (*field).to_owned()));
+        Err(Stop)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
+
 /// The flat form of a root object schema.
 pub(crate) fn flatten(root: &Value) -> Result<Value, PluginError> {
     let defs = root.get("$defs").and_then(Value::as_object);

@@ -44,6 +44,10 @@ pub enum HostRequest {
         message: String,
         /// Its flat JSON Schema (see [`form_schema`](crate::form_schema)).
         schema: Value,
+        /// The fields in the order to ask them (the struct's), when known: a JSON object's
+        /// keys carry no order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        order: Vec<String>,
     },
     /// A message for the user; answered [`HostReply::Done`].
     Notify {
@@ -88,6 +92,34 @@ impl HostRequest {
             Self::Complete { .. } => "complete",
         }
     }
+}
+
+/// A form's fields in the order to ask them: those `order` names first, in that order, then
+/// any others of the schema's `properties`.
+///
+/// ```
+/// use serde_json::json;
+/// let schema = json!({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}});
+/// let names: Vec<&str> = xcsh_plugin_api::host::ordered_fields(&schema, &["c".into(), "a".into()])
+///     .into_iter()
+///     .map(|(name, _)| name)
+///     .collect();
+/// assert_eq!(names, ["c", "a", "b"]);
+/// ```
+pub fn ordered_fields<'a>(schema: &'a Value, order: &'a [String]) -> Vec<(&'a str, &'a Value)> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let mut fields: Vec<(&str, &Value)> = order
+        .iter()
+        .filter_map(|name| properties.get(name).map(|field| (name.as_str(), field)))
+        .collect();
+    for (name, field) in properties {
+        if !order.contains(name) {
+            fields.push((name.as_str(), field));
+        }
+    }
+    fields
 }
 
 /// The host's answer to a [`HostRequest`].

@@ -75,7 +75,7 @@ mod error;
 #[doc(hidden)]
 pub mod export;
 pub mod files;
-mod form;
+pub mod form;
 mod guard;
 pub mod host;
 mod pending;

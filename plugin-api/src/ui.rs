@@ -156,6 +156,7 @@ impl<'a> Ui<'a> {
         let request = HostRequest::Form {
             message: message.into(),
             schema,
+            order: crate::form::field_order::<T>(),
         };
         match self.ctx.host_request(request).await? {
             HostReply::Form {

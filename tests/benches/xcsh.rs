@@ -217,6 +217,9 @@ fn main() {
     if wanted("idle") {
         bench_idle(&mut bench);
     }
+    if wanted("host_services") {
+        bench_host_services(&mut bench);
+    }
     if wanted("ast_edit") {
         bench_ast_edit(&mut bench);
         bench_ast_edit_cli(&mut bench);
@@ -446,6 +449,92 @@ fn bench_calls(bench: &mut Bench) {
         "preview + `resolve` apply, plugin `note_preview` (apply writes a small file)",
         time(round_note),
     ));
+}
+
+/// One call of `bench_confirm`.
+async fn confirm(session: &xcsh_loader::Session) -> xcsh_loader::ToolOutcome {
+    session.call("bench_confirm", calls::echo_args()).await
+}
+
+/// A user who answers yes at once: the host side of a scripted `confirm`.
+struct AlwaysYes;
+
+impl xcsh_loader::services::HostServices for AlwaysYes {
+    fn has_ui(&self) -> bool {
+        true
+    }
+    fn ask(
+        &self,
+        _question: xcsh_loader::services::HostRequest,
+    ) -> xcsh_loader::store::BoxFuture<
+        Result<xcsh_loader::services::HostReply, xcsh_loader::ToolError>,
+    > {
+        Box::pin(async { Ok(xcsh_loader::services::HostReply::Confirmed { yes: true }) })
+    }
+}
+
+/// Issue 43: what one scripted `confirm` costs a call (`bench_confirm` asks one, `bench_echo`
+/// asks none; the difference is the round trip: plugin → host → the user's answer → plugin),
+/// in-process and in a plugin process (where the question crosses the socket both ways).
+fn bench_host_services(bench: &mut Bench) {
+    let artifacts = release_artifacts();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let plugin = artifacts.plugin("fixture-bench");
+    let session = |isolation| {
+        calls::session_with(
+            xcsh_loader::Session::builder(cwd.path())
+                .isolation(isolation)
+                .definitions_cache(false)
+                .host_services(std::sync::Arc::new(AlwaysYes)),
+            &plugin,
+        )
+        .unwrap()
+    };
+    let sessions = [
+        ("in_process", session(Isolation::InProcess)),
+        ("process", session(Isolation::Process)),
+    ];
+    runtime.block_on(async {
+        for (_, session) in &sessions {
+            assert_eq!(confirm(session).await.text(), "yes");
+            assert_eq!(calls::call_echo(session).await.text(), calls::ECHO_TEXT);
+        }
+    });
+    let mut group = bench.criterion.benchmark_group("host_services");
+    group
+        .sample_size(50)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    for (mode, session) in &sessions {
+        group.bench_function(format!("{mode}_echo"), |b| {
+            b.iter_custom(|iters| timed_calls(&runtime, iters, || calls::call_echo(session)));
+        });
+        group.bench_function(format!("{mode}_confirm"), |b| {
+            b.iter_custom(|iters| timed_calls(&runtime, iters, || confirm(session)));
+        });
+    }
+    group.finish();
+    for (mode, label) in [
+        ("in_process", "in-process"),
+        ("process", "in a plugin process"),
+    ] {
+        let echo = bench.median("host_services", &format!("{mode}_echo"));
+        let asked = bench.median("host_services", &format!("{mode}_confirm"));
+        bench.rows.push(
+            Row::new(
+                "host services",
+                format!(
+                    "one scripted `confirm` round trip, {label}: `bench_confirm` call − `bench_echo` call"
+                ),
+                time(asked.saturating_sub(echo)),
+            )
+            .baseline(format!("confirm call {}, echo call {}", time(asked), time(echo))),
+        );
+    }
 }
 
 /// In a child process: load the copies in `$XCSH_BENCH_LOAD_DIR` and print the sample.

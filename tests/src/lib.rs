@@ -39,6 +39,7 @@ pub const PLUGIN_PACKAGES: &[&str] = &[
     "fixture-bad-layout",
     "fixture-secrets",
     "fixture-conformance",
+    "fixture-todo",
 ];
 
 /// Paths of the built artifacts, by cargo target name (`batch_rename`, `xcsh-plugins`, ...).

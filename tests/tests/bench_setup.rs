@@ -209,8 +209,8 @@ fn idle_benchmarks_stop_every_plugin_process_and_restart_one() {
         // Three distinct plugins: each its own echo and preview.
         assert_eq!(
             session.list().await.unwrap(),
-            8,
-            "3 echoes, 3 previews, the built-in ast_edit, resolve"
+            11,
+            "3 echoes, 3 previews, 3 confirms, the built-in ast_edit, resolve"
         );
         for tool in &tools {
             session.call(tool).await.unwrap();

@@ -20,6 +20,7 @@
 //! - plugin code never runs on the JS thread, so a push can wait for JS without deadlock.
 
 mod calls;
+mod host;
 mod store;
 
 use std::collections::HashMap;
@@ -159,6 +160,31 @@ struct Shared {
     closed: AtomicBool,
     timeout: Option<Duration>,
     options: Mutex<Option<SessionOptions>>,
+    /// Where calls' host-service requests go (`None`: no host services, SPEC 3.1 defaults).
+    services: Option<Arc<host::ServiceFunction>>,
+    /// The requests sent there and not yet answered.
+    answers: Arc<host::Answers>,
+}
+
+/// A session event as `index.js` forwards it (`onSession`'s event, with the earlier tool
+/// results of the current branch).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JsSessionEvent {
+    reason: String,
+    #[serde(default)]
+    previous_session_file: Option<String>,
+    #[serde(default)]
+    results: Vec<JsToolResult>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JsToolResult {
+    tool_name: String,
+    tool_call_id: String,
+    #[serde(default)]
+    details: serde_json::Value,
 }
 
 /// The message of a call (or apply, or reject) after `close()`.
@@ -175,6 +201,7 @@ impl NativeSession {
         updates: UpdateFunction,
         log: Option<LogFunction>,
         settle: SettleFunction,
+        service: Option<host::ServiceFunction>,
     ) -> Result<Self> {
         let timeout = match options.timeout_ms {
             Some(ms) if !(ms.is_finite() && ms >= 0.0) => {
@@ -201,8 +228,47 @@ impl NativeSession {
                 closed: AtomicBool::new(false),
                 timeout,
                 options: Mutex::new(Some(options)),
+                services: service.map(Arc::new),
+                answers: Arc::default(),
             }),
         })
+    }
+
+    /// The answer to host request `request` (see [`host`]): a `HostReply` as JSON when `ok`,
+    /// the error message otherwise. Returns whether the request was still waiting.
+    #[napi(catch_unwind)]
+    pub fn answer_service(&self, request: u32, ok: bool, json: String) -> bool {
+        let answer = if ok { Ok(json) } else { Err(json) };
+        self.shared.answers.answer(request, answer)
+    }
+
+    /// Tell every tool of a session event (`onSession`'s, as JSON: `reason`,
+    /// `previousSessionFile`, `results` of the current branch as `{toolName, toolCallId,
+    /// details}`); resolves once each has heard it.
+    #[napi]
+    pub async fn session_event(&self, event_json: String) -> Result<()> {
+        let event: JsSessionEvent = serde_json::from_str(&event_json)
+            .map_err(|error| Error::from_reason(format!("not a session event: {error}")))?;
+        let Some(session) = self.session() else {
+            return Ok(());
+        };
+        let reason = serde_json::from_value(serde_json::Value::String(event.reason))
+            .map_err(|error| Error::from_reason(error.to_string()))?;
+        let change = xcsh_loader::services::SessionChange {
+            reason,
+            previous_session_file: event.previous_session_file,
+            results: event
+                .results
+                .into_iter()
+                .map(|result| xcsh_loader::services::ToolResultEntry {
+                    tool_name: result.tool_name,
+                    tool_call_id: result.tool_call_id,
+                    details: result.details,
+                })
+                .collect(),
+        };
+        session.session_event(change).await;
+        Ok(())
     }
 
     /// Discover, check and load the plugins (off the JS thread: process isolation waits for
@@ -274,8 +340,10 @@ impl NativeSession {
         arguments_json: String,
         tool_call_id: String,
         wants_updates: bool,
+        facts_json: Option<String>,
     ) -> Result<()> {
         let session = self.session().ok_or_else(|| Error::from_reason(CLOSED))?;
+        let services = self.call_services(call, facts_json.as_deref());
         let runtime = lock(&self.shared.runtime)
             .clone()
             .ok_or_else(|| Error::from_reason(CLOSED))?;
@@ -313,6 +381,7 @@ impl NativeSession {
                         arguments,
                         tool_call_id,
                         wants_updates,
+                        services,
                     )
                     .await;
                     if let Some(watchdog) = watchdog {
@@ -343,6 +412,7 @@ impl NativeSession {
                     arguments,
                     tool_call_id,
                     wants_updates,
+                    services,
                 ))
             });
             let (ok, text) = std::panic::catch_unwind(run).unwrap_or_else(|payload| {
@@ -484,6 +554,26 @@ impl NativeSession {
 }
 
 impl NativeSession {
+    /// The runtime's services for call `call`, when the session has a service function:
+    /// `facts_json` (a `HostFacts`) says whether a UI can answer and which model the session
+    /// has; absent or unreadable, neither.
+    fn call_services(
+        &self,
+        call: u32,
+        facts_json: Option<&str>,
+    ) -> Option<Arc<dyn xcsh_loader::services::HostServices>> {
+        let function = self.shared.services.as_ref()?;
+        let facts = facts_json
+            .and_then(|json| serde_json::from_str(json).ok())
+            .unwrap_or_default();
+        Some(Arc::new(host::RuntimeHost {
+            call,
+            facts,
+            function: Arc::clone(function),
+            answers: Arc::clone(&self.shared.answers),
+        }))
+    }
+
     /// [`NativeSession::settle`], until `cancel` fires.
     async fn settle_until(
         &self,
@@ -652,6 +742,7 @@ async fn run_call(
     arguments: serde_json::Value,
     tool_call_id: String,
     wants_updates: bool,
+    services: Option<Arc<dyn xcsh_loader::services::HostServices>>,
 ) -> (bool, String) {
     let paced = wants_updates.then(|| {
         let updates = Arc::clone(&shared.updates);
@@ -667,7 +758,7 @@ async fn run_call(
         timeout: None,
         updates: paced.as_ref().map(PacedUpdates::sink),
         tool_call_id: Some(tool_call_id),
-        services: None,
+        services,
     };
     let outcome = session.call_with(name, arguments, options).await;
     if let Some(paced) = paced {

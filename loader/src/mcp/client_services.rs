@@ -105,9 +105,34 @@ fn form_of(question: &HostRequest) -> Option<(String, Value)> {
             }
             (title.clone(), one(field))
         }
-        HostRequest::Form { message, schema } => (message.clone(), schema.clone()),
+        HostRequest::Form {
+            message,
+            schema,
+            order,
+        } => (message.clone(), in_order(schema, order)),
         _ => return None,
     })
+}
+
+/// `schema` with its properties in the order to ask them (the plugin's struct order), as
+/// JSON text: `serde_json::Value` keeps object keys sorted, rmcp's elicitation schema keeps
+/// them as read.
+fn in_order(schema: &Value, order: &[String]) -> Value {
+    let mut text = String::from("{");
+    for (key, value) in schema.as_object().into_iter().flatten() {
+        if key == "properties" {
+            continue;
+        }
+        text.push_str(&format!("{}:{},", json!(key), value));
+    }
+    let fields: Vec<String> = xcsh_plugin_api::host::ordered_fields(schema, order)
+        .into_iter()
+        .map(|(name, field)| format!("{}:{}", json!(name), field))
+        .collect();
+    text.push_str("\"properties\":{");
+    text.push_str(&fields.join(","));
+    text.push_str("}}");
+    Value::String(text)
 }
 
 /// The question's answer from the client's elicitation result.
@@ -205,12 +230,17 @@ impl HostServices for McpClientServices {
         Box::pin(async move {
             let (message, schema) =
                 form_of(&question).ok_or_else(|| ToolError::new("not a question"))?;
-            let requested_schema: ElicitationSchema =
-                serde_json::from_value(schema).map_err(|e| {
-                    ToolError::new(format!(
-                        "this form cannot be sent as an MCP elicitation: {e}"
-                    ))
-                })?;
+            // A form arrives as ordered JSON text (see `in_order`); a question's one field as
+            // a value.
+            let requested_schema: Result<ElicitationSchema, _> = match &schema {
+                Value::String(text) => serde_json::from_str(text),
+                other => serde_json::from_value(other.clone()),
+            };
+            let requested_schema = requested_schema.map_err(|e| {
+                ToolError::new(format!(
+                    "this form cannot be sent as an MCP elicitation: {e}"
+                ))
+            })?;
             let params = ElicitRequestParams::FormElicitationParams {
                 meta: None,
                 message,

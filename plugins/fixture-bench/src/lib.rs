@@ -3,7 +3,9 @@
 //! JSON arguments and returns a short text. The host-side copy in
 //! `tests/src/bench.rs` (`BuiltinEcho`) must keep the same logic. `bench_preview` pushes a
 //! pending action whose `apply` only returns a text, so a preview + `resolve` round trip
-//! measures the pending-action machinery and nothing else.
+//! measures the pending-action machinery and nothing else. `bench_confirm` asks the user one
+//! `confirm` and returns `yes` or `no`: with `bench_echo`, the cost of one host-services
+//! round trip.
 //!
 //! Benchmarks that need many distinct plugins (issue 28's idle session) copy this file and
 //! write a number over [`COPY`]'s placeholder in each copy's bytes: copy `NNN`'s tools are
@@ -99,6 +101,32 @@ impl CustomTool for BenchPreview {
     }
 }
 
+struct BenchConfirm {
+    name: String,
+}
+
+impl CustomTool for BenchConfirm {
+    type Params = EchoParams;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn label(&self) -> &str {
+        "Bench Confirm"
+    }
+    fn description(&self) -> &str {
+        "Asks one confirm and answers yes or no (benchmark fixture)"
+    }
+    async fn execute(
+        &self,
+        _id: String,
+        params: EchoParams,
+        ctx: ToolContext,
+    ) -> Result<AgentToolResult, PluginError> {
+        let yes = ctx.ui().confirm("Bench", params.text).await?;
+        Ok(AgentToolResult::text(if yes { "yes" } else { "no" }))
+    }
+}
+
 fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
     Ok(ToolSet::new()
         .with(BenchEcho {
@@ -107,6 +135,9 @@ fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
         .with(BenchPreview {
             name: tool_name("bench_preview"),
             api: api.clone(),
+        })
+        .with(BenchConfirm {
+            name: tool_name("bench_confirm"),
         }))
 }
 

@@ -115,24 +115,27 @@ fn ask_blocking(question: &HostRequest) -> Result<HostReply, Interrupted> {
                 Asked::Dismissed => HostReply::Chosen { value: None },
             }
         }
-        HostRequest::Form { message, schema } => ask_form(message, schema)?,
+        HostRequest::Form {
+            message,
+            schema,
+            order,
+        } => ask_form(message, schema, order)?,
         _ => return Err(Interrupted::Failed("not a question".to_owned())),
     })
 }
 
 /// A form, one field at a time, then "Submit?".
-fn ask_form(message: &str, schema: &Value) -> Result<HostReply, Interrupted> {
+fn ask_form(message: &str, schema: &Value, order: &[String]) -> Result<HostReply, Interrupted> {
     eprintln!("{}", sanitize(message));
     let cancelled = HostReply::Form {
         action: FormAction::Cancel,
         content: None,
     };
     let mut values = Map::new();
-    let fields = schema.get("properties").and_then(Value::as_object);
-    for (name, field) in fields.into_iter().flatten() {
+    for (name, field) in xcsh_loader::services::ordered_fields(schema, order) {
         match ask_field(name, field)? {
             Asked::Answer(Some(value)) => {
-                values.insert(name.clone(), value);
+                values.insert(name.to_owned(), value);
             }
             Asked::Answer(None) => {}
             Asked::Dismissed => return Ok(cancelled),

@@ -1,0 +1,217 @@
+// The runtime as the native plugins' host (SPEC 3.1 and 8): what a native tool's questions,
+// notifications and completions are answered with, and the session history its
+// `on_session` reads.
+//
+// xcsh's runtime gives a custom-tool factory `pi.pushPendingAction` but only a no-op `pi.ui`
+// (hasUI false in every mode), and an extension a real `ctx.ui` but no `pushPendingAction`.
+// A deferrable native tool needs both, so the same `nativeToolFactory(...)` export is also an
+// extension: loaded as one (`--extension file`, or a copy under `.omp/extensions/`), it only
+// remembers each session's extension context here, by its `sessionManager` (the same object
+// the custom tools see). The registry lives on `globalThis`: the runtime imports an extension
+// file as a module instance of its own.
+"use strict";
+
+const path = require("node:path");
+
+const REGISTRY = Symbol.for("@xcsh/native-plugins.extension-contexts");
+const contexts = globalThis[REGISTRY] || (globalThis[REGISTRY] = new WeakMap());
+
+/// The extension events whose context is remembered: the first (session start) and the ones
+/// that come with each turn, so a context is there before the model calls any tool.
+const REMEMBERED = ["session_start", "session_switch", "session_branch", "session_tree", "before_agent_start", "turn_start", "tool_call"];
+
+/// Whether `pi` is an `ExtensionAPI` rather than a custom-tool `pi`.
+function isExtensionApi(pi) {
+  return (
+    pi !== null &&
+    typeof pi === "object" &&
+    typeof pi.on === "function" &&
+    typeof pi.registerTool === "function" &&
+    typeof pi.pushPendingAction !== "function"
+  );
+}
+
+/// The extension half: remember each session's context (its real `ui`, `model`).
+function installExtension(pi) {
+  const remember = (_event, ctx) => {
+    if (ctx && ctx.sessionManager && typeof ctx.sessionManager === "object") {
+      contexts.set(ctx.sessionManager, ctx);
+    }
+  };
+  for (const type of REMEMBERED) pi.on(type, remember);
+}
+
+let completer; // undefined: not looked for yet; null: none
+
+/// The runtime's own `completeSimple` (`@oh-my-pi/pi-ai`), resolved from the runtime's
+/// location, so the session's model (a registered provider, the test suite's mock) is the
+/// runtime's instance; null where there is none.
+function runtimeCompleter() {
+  if (completer !== undefined) return completer;
+  completer = null;
+  const bases = [process.argv[1] && path.dirname(path.resolve(process.argv[1])), process.cwd()];
+  for (const base of bases.filter(Boolean)) {
+    try {
+      const ai = require(require.resolve("@oh-my-pi/pi-ai", { paths: [base] }));
+      if (ai && typeof ai.completeSimple === "function") {
+        completer = ai.completeSimple;
+        break;
+      }
+    } catch {
+      // Not installed there.
+    }
+  }
+  return completer;
+}
+
+/// What a call of a native tool may use, from its `ctx` (and the factory's `pi`): the UI that
+/// can answer (the extension context's when it has one, else `pi.ui` when the host says
+/// `hasUI`), the session's model and registry, and the session manager.
+function hostOf(pi, ctx) {
+  const manager = ctx && ctx.sessionManager;
+  const ext = manager && typeof manager === "object" ? contexts.get(manager) : undefined;
+  let ui = null;
+  if (ext && ext.hasUI && ext.ui) ui = ext.ui;
+  else if (pi.hasUI && pi.ui) ui = pi.ui;
+  const model = (ext && ext.model) || (ctx && ctx.model) || undefined;
+  const modelRegistry = (ext && ext.modelRegistry) || (ctx && ctx.modelRegistry) || undefined;
+  const complete = model ? runtimeCompleter() : null;
+  return { ui, model, modelRegistry, manager, complete, logger: pi.logger };
+}
+
+/// The `HostFacts` of a call (snake_case, as the addon reads them).
+function factsOf(host) {
+  const facts = { has_ui: host.ui !== null, can_complete: Boolean(host.model && host.complete) };
+  if (host.model) facts.model = { provider: String(host.model.provider ?? ""), id: String(host.model.id ?? "") };
+  return facts;
+}
+
+/// A form, one field at a time on the runtime's dialogs (it has no forms), then "Submit?".
+async function askForm(ui, message, schema, order, options) {
+  const values = {};
+  const fields = (schema && schema.properties) || {};
+  // The plugin's field order first (a JSON object's keys carry none), then any others.
+  const asked = (order || []).filter((name) => name in fields);
+  const names = [...asked, ...Object.keys(fields).filter((name) => !asked.includes(name))];
+  for (const name of names) {
+    const field = fields[name];
+    const label = `${message}: ${field.title || field.description || name}`;
+    const choices = optionsOf(field.type === "array" ? field.items : field);
+    if (field.type === "boolean") {
+      values[name] = await ui.confirm(label, name, options);
+    } else if (field.type === "array" && choices) {
+      // One choice at a time until the user dismisses the dialog.
+      const picked = [];
+      for (;;) {
+        const left = choices.filter((c) => !picked.includes(c.value));
+        if (left.length === 0) break;
+        const shown = await ui.select(`${label} (dismiss to finish)`, left.map((c) => c.label), options);
+        const choice = left.find((c) => c.label === shown);
+        if (!choice) break;
+        picked.push(choice.value);
+      }
+      values[name] = picked;
+    } else if (choices) {
+      const shown = await ui.select(label, choices.map((c) => c.label), options);
+      const choice = choices.find((c) => c.label === shown);
+      if (choice === undefined) return { reply: "form", action: "cancel" };
+      values[name] = choice.value;
+    } else {
+      const text = await ui.input(label, field.default !== undefined ? String(field.default) : undefined, options);
+      if (text === undefined) return { reply: "form", action: "cancel" };
+      if (text === "" && field.default !== undefined) values[name] = field.default;
+      else if (field.type === "integer" || field.type === "number") values[name] = Number(text);
+      else if (text !== "") values[name] = text;
+    }
+  }
+  const submit = await ui.confirm(message, "Submit?", options);
+  return submit ? { reply: "form", action: "accept", content: values } : { reply: "form", action: "decline" };
+}
+
+/// A choice's options as `{value, label}`, or null when the field is not a choice.
+function optionsOf(field) {
+  if (!field || typeof field !== "object") return null;
+  if (Array.isArray(field.enum)) {
+    const names = Array.isArray(field.enumNames) ? field.enumNames : [];
+    return field.enum.map((value, i) => ({ value, label: String(names[i] ?? value) }));
+  }
+  const members = field.oneOf || field.anyOf;
+  if (Array.isArray(members)) return members.map((m) => ({ value: m.const, label: String(m.title ?? m.const) }));
+  return null;
+}
+
+/// The model's text for a `CompletionRequest`.
+async function complete(host, request, signal) {
+  const model = host.model;
+  const messages = request.messages.map((m) => ({
+    role: m.role,
+    content: [{ type: "text", text: m.text }],
+    timestamp: Date.now(),
+  }));
+  const options = { maxTokens: request.max_tokens, signal };
+  if (host.modelRegistry && typeof host.modelRegistry.resolver === "function") {
+    const session = host.manager && typeof host.manager.getSessionId === "function" ? host.manager.getSessionId() : undefined;
+    options.apiKey = host.modelRegistry.resolver(model, session);
+  }
+  const context = { messages };
+  if (request.system) context.systemPrompt = [request.system];
+  const answer = await host.complete(model, context, options);
+  if (answer && answer.stopReason === "error") throw new Error(answer.errorMessage || "the model failed");
+  const blocks = (answer && answer.content) || [];
+  return blocks.filter((b) => b && b.type === "text").map((b) => b.text).join("");
+}
+
+/// Answer one `HostRequest` (parsed) with a `HostReply` object; throws with the message the
+/// plugin's request fails with.
+async function answer(request, host, signal) {
+  const ui = host && host.ui;
+  const options = { signal };
+  switch (request.service) {
+    case "confirm":
+      return { reply: "confirmed", yes: Boolean(await ui.confirm(request.title, request.message, options)) };
+    case "select":
+      return { reply: "chosen", value: (await ui.select(request.title, request.options, options)) ?? null };
+    case "input":
+      return { reply: "chosen", value: (await ui.input(request.title, request.placeholder ?? undefined, options)) ?? null };
+    case "form":
+      return askForm(ui, request.message, request.schema, request.order, options);
+    case "notify": {
+      const level = request.level === "warning" ? "warning" : request.level === "error" ? "error" : "info";
+      if (ui && typeof ui.notify === "function") ui.notify(request.message, level);
+      else if (host && host.logger) {
+        const method = level === "info" ? "info" : level === "warning" ? "warn" : "error";
+        if (typeof host.logger[method] === "function") host.logger[method](request.message);
+      }
+      return { reply: "done" };
+    }
+    case "set_status":
+      if (ui && typeof ui.setStatus === "function") ui.setStatus(request.key, request.text ?? undefined);
+      return { reply: "done" };
+    case "complete": {
+      const text = await complete(host, request.request, signal);
+      return { reply: "completion", text, model: String(host.model.id ?? "") };
+    }
+    default:
+      throw new Error(`this runtime does not offer the host service "${request.service}"`);
+  }
+}
+
+/// The earlier results of `names`' tools on the session's current branch, oldest first, as
+/// the addon reads them (`{toolName, toolCallId, details}`).
+function branchResults(ctx, names) {
+  const manager = ctx && ctx.sessionManager;
+  if (!manager || typeof manager.getBranch !== "function") return [];
+  const results = [];
+  try {
+    for (const entry of manager.getBranch()) {
+      const message = entry && entry.type === "message" ? entry.message : null;
+      if (!message || message.role !== "toolResult" || !names.has(message.toolName)) continue;
+      results.push({ toolName: message.toolName, toolCallId: String(message.toolCallId ?? ""), details: message.details ?? null });
+    }
+  } catch {
+    // An unreadable history: the tools rebuild from nothing.
+  }
+  return results;
+}
+
+module.exports = { isExtensionApi, installExtension, hostOf, factsOf, answer, branchResults };
