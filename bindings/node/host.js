@@ -11,7 +11,9 @@
 // file as a module instance of its own.
 "use strict";
 
+const fs = require("node:fs");
 const path = require("node:path");
+const url = require("node:url");
 
 const REGISTRY = Symbol.for("@xcsh/native-plugins.extension-contexts");
 const contexts = globalThis[REGISTRY] || (globalThis[REGISTRY] = new WeakMap());
@@ -41,27 +43,43 @@ function installExtension(pi) {
   for (const type of REMEMBERED) pi.on(type, remember);
 }
 
-let completer; // undefined: not looked for yet; null: none
+let aiEntry; // undefined: not looked for yet; null: none
 
-/// The runtime's own `completeSimple` (`@oh-my-pi/pi-ai`), resolved from the runtime's
-/// location, so the session's model (a registered provider, the test suite's mock) is the
-/// runtime's instance; null where there is none.
-function runtimeCompleter() {
-  if (completer !== undefined) return completer;
-  completer = null;
+/// The entry file of the runtime's own `@oh-my-pi/pi-ai` (its `completeSimple` drives the
+/// session's model: a registered provider, the test suite's mock), found from the runtime's
+/// location; null where there is none. The package is ESM-only (no `require`), so it is found
+/// on disk and imported by path, which gives the runtime's own module instance.
+function runtimeAiEntry() {
+  if (aiEntry !== undefined) return aiEntry;
+  aiEntry = null;
   const bases = [process.argv[1] && path.dirname(path.resolve(process.argv[1])), process.cwd()];
   for (const base of bases.filter(Boolean)) {
-    try {
-      const ai = require(require.resolve("@oh-my-pi/pi-ai", { paths: [base] }));
-      if (ai && typeof ai.completeSimple === "function") {
-        completer = ai.completeSimple;
-        break;
+    for (let dir = base; ; dir = path.dirname(dir)) {
+      const manifest = path.join(dir, "node_modules", "@oh-my-pi", "pi-ai", "package.json");
+      if (fs.existsSync(manifest)) {
+        try {
+          const pkg = JSON.parse(fs.readFileSync(manifest, "utf8"));
+          const root = pkg.exports && pkg.exports["."];
+          const entry = (root && (root.import || root.default)) || pkg.module || pkg.main;
+          if (entry) aiEntry = path.join(path.dirname(manifest), entry);
+        } catch {
+          // An unreadable manifest: no model through it.
+        }
+        return aiEntry;
       }
-    } catch {
-      // Not installed there.
+      if (path.dirname(dir) === dir) break;
     }
   }
-  return completer;
+  return aiEntry;
+}
+
+/// The runtime's `completeSimple`.
+async function runtimeCompleter() {
+  const entry = runtimeAiEntry();
+  if (!entry) throw new Error("No model available to plugins in this host.");
+  const ai = await import(url.pathToFileURL(entry).href);
+  if (typeof ai.completeSimple !== "function") throw new Error("@oh-my-pi/pi-ai has no completeSimple");
+  return ai.completeSimple;
 }
 
 /// What a call of a native tool may use, from its `ctx` (and the factory's `pi`): the UI that
@@ -75,7 +93,7 @@ function hostOf(pi, ctx) {
   else if (pi.hasUI && pi.ui) ui = pi.ui;
   const model = (ext && ext.model) || (ctx && ctx.model) || undefined;
   const modelRegistry = (ext && ext.modelRegistry) || (ctx && ctx.modelRegistry) || undefined;
-  const complete = model ? runtimeCompleter() : null;
+  const complete = model && runtimeAiEntry() ? runtimeCompleter : null;
   return { ui, model, modelRegistry, manager, complete, logger: pi.logger };
 }
 
@@ -155,7 +173,8 @@ async function complete(host, request, signal) {
   }
   const context = { messages };
   if (request.system) context.systemPrompt = [request.system];
-  const answer = await host.complete(model, context, options);
+  const completeSimple = await host.complete();
+  const answer = await completeSimple(model, context, options);
   if (answer && answer.stopReason === "error") throw new Error(answer.errorMessage || "the model failed");
   const blocks = (answer && answer.content) || [];
   return blocks.filter((b) => b && b.type === "text").map((b) => b.text).join("");

@@ -217,3 +217,41 @@ async fn a_question_open_when_its_call_times_out_is_withdrawn() {
         session.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn session_events_reach_on_session_and_shutdown_is_the_last() {
+    use xcsh_loader::services::{SessionChange, SessionReason, ToolResultEntry};
+    for isolation in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let session = Session::builder(dir.path())
+            .default_dirs(false)
+            .isolation(isolation)
+            .plugin(plugin("fixture-todo"))
+            .build();
+        assert!(
+            session.load_errors().is_empty(),
+            "{:?}",
+            session.load_errors()
+        );
+        // The process must run for an isolated plugin to hear events: one call first.
+        let added = session
+            .call("todo", json!({"action": "add", "item": "x"}))
+            .await;
+        assert_eq!(added.text(), "todo: [x]", "{isolation:?}");
+        let mut branch = SessionChange::new(SessionReason::Branch);
+        for (tool, items) in [("todo", json!(["a"])), ("other", json!(["z"]))] {
+            branch.results.push(ToolResultEntry {
+                tool_name: tool.into(),
+                tool_call_id: "earlier".into(),
+                details: json!({"items": items}),
+            });
+        }
+        session.session_event(branch).await;
+        let listed = session.call("todo", json!({"action": "list"})).await;
+        assert_eq!(listed.text(), "todo: [a]", "{isolation:?}");
+        assert_eq!(listed.result.details.unwrap()["heard"], json!(["branch"]));
+        session.shutdown().await;
+        let heard = std::fs::read_to_string(dir.path().join("todo-heard.txt")).unwrap();
+        assert_eq!(heard, "branch\nshutdown\n", "{isolation:?}");
+    }
+}

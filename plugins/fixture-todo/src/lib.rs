@@ -2,13 +2,15 @@
 //! them) and returns the whole list in its result's `details`; `on_session` rebuilds the list
 //! from the tool's own earlier results on the current branch, so after a branch, a resume or a
 //! switch the list is the one of the conversation the user is in. It also records the reasons
-//! of the events it heard (`heard` in the details), so tests can see every event arrive.
+//! of the events it heard (`heard` in the details), so tests can see every event arrive, and
+//! at `shutdown` writes them to `todo-heard.txt` in the session's working directory (no call
+//! follows a shutdown to show them).
 
 use std::sync::Mutex;
 
 use xcsh_plugin_api::{
-    json, tool_params, AgentToolResult, CustomTool, PluginError, SessionEvent, SessionReason,
-    ToolContext,
+    json, tool_params, AgentToolResult, CustomTool, CustomToolApi, FromApi, PluginError,
+    SessionEvent, SessionReason, ToolContext,
 };
 
 tool_params! {
@@ -26,10 +28,21 @@ tool_params! {
     pub enum Action { Add, List }
 }
 
-#[derive(Default)]
 struct Todo {
     items: Mutex<Vec<String>>,
     heard: Mutex<Vec<String>>,
+    /// Where `todo-heard.txt` goes at shutdown.
+    cwd: std::path::PathBuf,
+}
+
+impl FromApi for Todo {
+    fn from_api(api: &CustomToolApi) -> Result<Self, PluginError> {
+        Ok(Self {
+            items: Mutex::default(),
+            heard: Mutex::default(),
+            cwd: api.cwd().to_owned(),
+        })
+    }
 }
 
 fn reason_name(reason: &SessionReason) -> String {
@@ -74,10 +87,15 @@ impl CustomTool for Todo {
         )
     }
     async fn on_session(&self, event: SessionEvent) -> Result<(), PluginError> {
-        self.heard
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(reason_name(&event.reason));
+        let heard = {
+            let mut heard = self.heard.lock().unwrap_or_else(|p| p.into_inner());
+            heard.push(reason_name(&event.reason));
+            heard.join("\n")
+        };
+        if event.reason == SessionReason::Shutdown {
+            std::fs::write(self.cwd.join("todo-heard.txt"), heard + "\n")?;
+            return Ok(());
+        }
         // The newest result on the branch holds the whole list.
         let rebuilt = event
             .results
