@@ -1,8 +1,9 @@
 //! The Node-API binding inside xcsh's real upstream runtime, `@oh-my-pi/pi-coding-agent`
 //! (pinned in `bindings/node/runtime-test/package-lock.json`), under the Bun that package pins:
 //! `bindings/node/runtime-test/native-plugins.test.ts` and `host-services.test.ts` (issue 43:
-//! the runtime's UI, its model and its session events for native tools) on the real built
-//! addon and plugins.
+//! the runtime's UI, its model and its session events for native tools) and `rpc.test.ts`
+//! (`omp --mode rpc`: a native tool's question as `extension_ui_request` frames) on the real
+//! built addon and plugins.
 //!
 //! The runtime is 1.2 GB of npm packages, so it is installed by `.ci/run` (`npm install
 //! --ignore-scripts --no-save` from the lockfile, then Bun's install script), not by this test. Without it the test says

@@ -313,3 +313,61 @@ impl HostServices for McpClientServices {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn confirm() -> HostRequest {
+        HostRequest::Confirm {
+            title: "Delete".into(),
+            message: "40 files?".into(),
+        }
+    }
+
+    #[test]
+    fn a_client_s_malformed_answer_is_an_error_naming_the_question() {
+        // Accepted without the boolean the question asked for.
+        let error = reply_of(
+            &confirm(),
+            ElicitationAction::Accept,
+            Some(json!({"answer": "yes"})),
+        )
+        .unwrap_err();
+        assert_eq!(
+            error,
+            "the client's answer to the confirm is malformed: an accepted confirm needs a boolean \"answer\""
+        );
+        let select = HostRequest::Select {
+            title: "Pick".into(),
+            options: vec!["a".into()],
+        };
+        assert!(reply_of(&select, ElicitationAction::Accept, None).is_err());
+        // Declined and cancelled questions get their defaults.
+        assert_eq!(
+            reply_of(&confirm(), ElicitationAction::Decline, None),
+            Ok(HostReply::Confirmed { yes: false })
+        );
+        assert_eq!(
+            reply_of(&select, ElicitationAction::Cancel, None),
+            Ok(HostReply::Chosen { value: None })
+        );
+    }
+
+    #[test]
+    fn a_form_goes_out_with_its_fields_in_the_struct_s_order() {
+        let schema = json!({"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "string"}}, "required": ["b"]});
+        let Value::String(text) = in_order(&schema, &["b".into(), "a".into()]) else {
+            panic!("not text");
+        };
+        let b = text.find("\"b\":").unwrap();
+        let a = text.find("\"a\":").unwrap();
+        assert!(b < a, "{text}");
+        let parsed: ElicitationSchema = serde_json::from_str(&text).unwrap();
+        let back = serde_json::to_string(&parsed).unwrap();
+        assert!(
+            back.find("\"b\"").unwrap() < back.find("\"a\"").unwrap(),
+            "{back}"
+        );
+    }
+}

@@ -1,0 +1,117 @@
+// A native tool's question in xcsh's runtime run as `omp --mode rpc` (issue 43): the question
+// arrives as an `extension_ui_request` frame on stdout, this test answers it with an
+// `extension_ui_response` frame on stdin, as an RPC client does. The native plugins are set up
+// as the README says: the file in `.omp/tools/` (custom tools) and `--extension` (the UI). The
+// model is the runtime's mock, registered as a provider by a test extension.
+//
+// Run by `cargo test --test upstream_runtime` (tests/tests/upstream_runtime.rs).
+import { expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+const EXT = path.join(import.meta.dir, "ext");
+const CLI = path.join(import.meta.dir, "node_modules", "@oh-my-pi", "pi-coding-agent", "dist", "cli.js");
+const SCRATCH_ROOT = path.join(import.meta.dir, ".scratch");
+
+/// Frames from a child's stdout, line by line.
+class Frames {
+  private buffer = "";
+  private waiting: Array<{ match: (frame: any) => boolean; resolve: (frame: any) => void }> = [];
+  readonly seen: any[] = [];
+
+  feed(chunk: string) {
+    this.buffer += chunk;
+    let newline;
+    while ((newline = this.buffer.indexOf("\n")) >= 0) {
+      const line = this.buffer.slice(0, newline).trim();
+      this.buffer = this.buffer.slice(newline + 1);
+      if (!line.startsWith("{")) continue;
+      let frame;
+      try {
+        frame = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      this.seen.push(frame);
+      for (const waiter of this.waiting.splice(0)) {
+        if (waiter.match(frame)) waiter.resolve(frame);
+        else this.waiting.push(waiter);
+      }
+    }
+  }
+
+  next(match: (frame: any) => boolean, what: string, ms = 60_000): Promise<any> {
+    const found = this.seen.find(match);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no ${what} frame in ${ms} ms; saw: ${this.seen.map((f) => f.type).join(", ")}`)), ms);
+      this.waiting.push({ match, resolve: (frame) => (clearTimeout(timer), resolve(frame)) });
+    });
+  }
+}
+
+for (const ext of ["native-services.ts", "native-services-in-process.ts"]) {
+  test(`--mode rpc (${ext}): a native tool's confirm is an extension_ui_request frame; the answer reaches the plugin`, async () => {
+    fs.mkdirSync(SCRATCH_ROOT, { recursive: true });
+    const root = fs.realpathSync(fs.mkdtempSync(path.join(SCRATCH_ROOT, "rpc-")));
+    const cwd = path.join(root, "project");
+    fs.mkdirSync(path.join(cwd, ".omp", "tools"), { recursive: true });
+    // The README's setup: the file in .omp/tools/ and the same file as an extension.
+    const native = path.join(cwd, ".omp", "tools", "native-plugins.ts");
+    fs.writeFileSync(native, `export { default } from ${JSON.stringify(path.join(EXT, ext))};\n`);
+    const files: string[] = [];
+    for (let i = 0; i < 21; i++) {
+      files.push(`a${i}.txt`);
+      fs.writeFileSync(path.join(cwd, `a${i}.txt`), "x");
+    }
+    const script = [
+      { content: [{ type: "toolCall", name: "batch_rename_preview", arguments: { files, find: "a", replace: "b" } }] },
+      { content: ["Nothing was renamed."] },
+    ];
+    const child = Bun.spawn(
+      [process.execPath, CLI, "--mode", "rpc", "--no-session", "--extension", native, "--extension", path.join(EXT, "mock-provider.ts"), "--model", "xcshmock/m"],
+      {
+        cwd,
+        stdin: "pipe",
+        stdout: "pipe",
+        stderr: "pipe",
+        env: { ...process.env, HOME: root, XCSH_TEST_MOCK_SCRIPT: JSON.stringify(script), PI_CONFIG_DIR: ".omp-home" },
+      },
+    );
+    const frames = new Frames();
+    const decoder = new TextDecoder();
+    (async () => {
+      for await (const chunk of child.stdout) frames.feed(decoder.decode(chunk));
+    })();
+    let stderr = "";
+    (async () => {
+      for await (const chunk of child.stderr) stderr += decoder.decode(chunk);
+    })();
+    const send = (frame: unknown) => {
+      child.stdin.write(JSON.stringify(frame) + "\n");
+      child.stdin.flush();
+    };
+    try {
+      await frames.next((f) => f.type === "ready", "ready");
+      send({ id: "p1", type: "prompt", message: "Rename every a file to b." });
+      const question = await frames.next((f) => f.type === "extension_ui_request" && f.method === "confirm", "confirm request");
+      expect(question.title).toBe("Batch rename");
+      expect(question.message).toStartWith("Plan renaming 21 files");
+      send({ type: "extension_ui_response", id: question.id, confirmed: false });
+      const ended = await frames.next(
+        (f) => f.type === "tool_execution_end" && f.toolName === "batch_rename_preview",
+        "tool_execution_end",
+      );
+      const result = JSON.stringify(ended.result ?? ended);
+      expect(result).toContain("The user declined renaming 21 files; nothing was planned.");
+      // Nothing renamed, nothing pending.
+      expect(fs.readdirSync(cwd).filter((name) => name.startsWith("b"))).toEqual([]);
+    } catch (error) {
+      throw new Error(`${error}\n--- stderr\n${stderr.slice(-3000)}`);
+    } finally {
+      child.kill();
+      await child.exited;
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }, 120_000);
+}
