@@ -48,6 +48,7 @@
 
 #![warn(missing_docs)]
 
+mod cancel;
 pub mod isolate;
 pub mod load;
 #[cfg(feature = "mcp")]

@@ -26,8 +26,9 @@ pub use xcsh_plugin_api::host::{
     HostReply, HostRequest, ModelInfo, NotifyLevel, Role, SessionEvent, SessionReason, NO_MODEL,
 };
 
+use crate::cancel::CancelToken;
 use crate::store::BoxFuture;
-use crate::tool::{CancelToken, ToolError};
+use xcsh_plugin_api::PluginError as ToolError;
 
 /// How many questions may wait for the user at once in one session; more fail at once.
 pub const MAX_WAITING_QUESTIONS: usize = 16;

@@ -12,15 +12,14 @@ pub(crate) use outcome::{bounded, Interrupted};
 /// How long a call that was timed out or cancelled may take to end on its own before its
 /// plugin process is killed (or, in-process, before the call is reported abandoned).
 pub(crate) const GRACE_PERIOD: std::time::Duration = std::time::Duration::from_millis(750);
+pub use crate::cancel::CancelToken;
 pub use outcome::{CallOptions, ToolOutcome};
 pub use progress::{PacedUpdates, ProgressThrottle, PROGRESS_INTERVAL};
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::sync::Notify;
 use xcsh_plugin_api::AgentToolResult;
 
 use crate::store::{BoxFuture, PendingActionSink};
@@ -93,47 +92,6 @@ pub struct ToolSpec {
     pub hints: ToolHints,
     /// Where it comes from.
     pub origin: ToolOrigin,
-}
-
-/// A cancellation signal shared between the session and a running call.
-#[derive(Debug, Clone, Default)]
-pub struct CancelToken {
-    inner: Arc<CancelInner>,
-}
-
-#[derive(Debug, Default)]
-struct CancelInner {
-    cancelled: AtomicBool,
-    notify: Notify,
-}
-
-impl CancelToken {
-    /// A token that is not cancelled.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Cancel; wakes every waiter.
-    pub fn cancel(&self) {
-        self.inner.cancelled.store(true, Ordering::SeqCst);
-        self.inner.notify.notify_waiters();
-    }
-
-    /// Whether it was cancelled.
-    pub fn is_cancelled(&self) -> bool {
-        self.inner.cancelled.load(Ordering::SeqCst)
-    }
-
-    /// Resolves once cancelled.
-    pub async fn cancelled(&self) {
-        loop {
-            let notified = self.inner.notify.notified();
-            if self.is_cancelled() {
-                return;
-            }
-            notified.await;
-        }
-    }
 }
 
 /// Receives partial results while a tool runs.
