@@ -131,6 +131,28 @@ impl AgentToolResult {
         })
     }
 
+    /// The result as a host that shows text and images only gets it (xcsh's runtime, a
+    /// terminal): each audio or resource block replaced by a text line naming its kind, MIME
+    /// type and size ([`Content::placeholder`]).
+    ///
+    /// ```
+    /// use xcsh_plugin_api::{AgentToolResult, Content};
+    /// let result = AgentToolResult {
+    ///     content: vec![Content::Audio { data: "UklGRg==".into(), mime_type: "audio/wav".into() }],
+    ///     details: None,
+    /// };
+    /// assert_eq!(result.with_placeholders().joined_text(), "[audio audio/wav, 4 bytes]");
+    /// ```
+    #[must_use]
+    pub fn with_placeholders(mut self) -> Self {
+        for block in &mut self.content {
+            if let Some(text) = block.placeholder() {
+                *block = Content::Text { text };
+            }
+        }
+        self
+    }
+
     /// The non-empty text blocks joined by `\n`.
     pub fn joined_text(&self) -> String {
         self.texts()

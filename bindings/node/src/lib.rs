@@ -611,7 +611,8 @@ impl NativeSession {
             }
         }
         match settlement.result {
-            Ok(Some(result)) => serde_json::to_string(&result)
+            // xcsh's runtime shows text and images: audio and resources as a line each.
+            Ok(Some(result)) => serde_json::to_string(&result.with_placeholders())
                 .map(Some)
                 .map_err(|error| Error::from_reason(format!("cannot encode the result: {error}"))),
             Ok(None) => Ok(None),
@@ -767,7 +768,8 @@ async fn run_call(
     if outcome.is_error {
         return (false, outcome.text());
     }
-    match serde_json::to_string(&outcome.result) {
+    // xcsh's runtime shows text and images: audio and resources as a line each.
+    match serde_json::to_string(&outcome.result.with_placeholders()) {
         Ok(json) => (true, json),
         Err(error) => (false, format!("cannot encode the result: {error}")),
     }

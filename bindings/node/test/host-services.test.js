@@ -116,6 +116,22 @@ for (const isolation of ["process", "in-process"]) {
     }
   });
 
+  test(`${isolation}: audio and resources reach the runtime as a line naming each`, { timeout: SLOW }, async () => {
+    const { factory, tools } = await load([plugin("fixture_conformance")], isolation);
+    try {
+      const audio = await tools.test_audio_content.execute("a1", {});
+      assert.deepEqual(audio.content, [{ type: "text", text: "[audio audio/wav, 44 bytes]" }]);
+      const mixed = await tools.test_multiple_content_types.execute("m1", {});
+      assert.deepEqual(
+        mixed.content.map((block) => block.type),
+        ["text", "image", "text"],
+      );
+      assert.equal(mixed.content[2].text, "[resource test://mixed-content-resource (application/json), 27 bytes]");
+    } finally {
+      await factory.close();
+    }
+  });
+
   test(`${isolation}: session events reach on_session with the tool's earlier results`, { timeout: SLOW }, async () => {
     const { factory, tools } = await load([plugin("fixture_todo")], isolation);
     try {

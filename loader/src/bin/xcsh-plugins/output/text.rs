@@ -210,9 +210,11 @@ impl Text for LoadWarnings {
     }
 }
 
-/// A tool's outcome: its text on stdout, or `error: ...` on stderr.
+/// A tool's outcome: its text on stdout (audio and resources as a line naming each), or
+/// `error: ...` on stderr.
 fn write_outcome(outcome: &Outcome, to: &mut Streams<'_>) -> io::Result<()> {
-    let text = sanitize_block(&outcome.0.text());
+    let shown = outcome.0.result.clone().with_placeholders();
+    let text = sanitize_block(&shown.joined_text());
     if outcome.0.is_error {
         writeln!(to.err, "error: {text}")
     } else if text.is_empty() {
