@@ -139,13 +139,8 @@ impl SessionServices {
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = services;
     }
 
-    /// The services of one call, withdrawn when `cancel` fires.
-    pub(crate) fn for_call(&self, cancel: CancelToken) -> CallServices {
-        self.for_call_with(None, cancel)
-    }
-
-    /// The services of one call answered by `answering` when given (the session's own
-    /// otherwise), sharing the session's one-question-at-a-time rule.
+    /// The services of one call, withdrawn when `cancel` fires: answered by `answering` when
+    /// given (the session's own otherwise), sharing the session's one-question-at-a-time rule.
     pub(crate) fn for_call_with(
         &self,
         answering: Option<Arc<dyn HostServices>>,
@@ -393,7 +388,7 @@ mod tests {
 
     #[tokio::test]
     async fn no_user_means_the_defaults_and_no_model() {
-        let call = SessionServices::default().for_call(CancelToken::new());
+        let call = SessionServices::default().for_call_with(None, CancelToken::new());
         assert_eq!(
             call.request(confirm()).await,
             Ok(HostReply::Confirmed { yes: false })
@@ -408,7 +403,7 @@ mod tests {
     async fn a_cancelled_call_withdraws_its_question_and_floods_are_refused() {
         let session = SessionServices::new(Arc::new(SlowYes(Duration::from_secs(60))));
         let cancel = CancelToken::new();
-        let call = session.for_call(cancel.clone());
+        let call = session.for_call_with(None, cancel.clone());
         let mut asked = Vec::new();
         for _ in 0..MAX_WAITING_QUESTIONS + 4 {
             let call = call.clone();
@@ -431,8 +426,8 @@ mod tests {
 
     #[tokio::test]
     async fn answers_outside_the_question_never_reach_the_plugin() {
-        let call =
-            SessionServices::new(Arc::new(SlowYes(Duration::ZERO))).for_call(CancelToken::new());
+        let call = SessionServices::new(Arc::new(SlowYes(Duration::ZERO)))
+            .for_call_with(None, CancelToken::new());
         let select = HostRequest::Select {
             title: "Pick".into(),
             options: vec!["a".into(), "b".into()],

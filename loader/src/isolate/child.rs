@@ -361,7 +361,7 @@ fn handle(shared: &Shared, message: HostMessage, cancel: CancelToken) {
                 outgoing: Arc::clone(&shared.outgoing),
                 requests: Arc::clone(&shared.requests),
             }))
-            .for_call(cancel.clone());
+            .for_call_with(None, cancel.clone());
             let outcome = execute(
                 shared,
                 call,
