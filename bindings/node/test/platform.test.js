@@ -137,7 +137,9 @@ function installedLayout(target, addon, host) {
   const project = fs.mkdtempSync(path.join(os.tmpdir(), "xcsh-node-layout-"));
   const main = path.join(project, "node_modules", "@xcsh", "native-plugins");
   fs.mkdirSync(main, { recursive: true });
-  for (const file of ["index.js", "index.mjs", "index.d.ts", "platform.js", "package.json"]) {
+  // Exactly the files npm ships (package.json's `files`, the addon folder aside).
+  const shipped = require(path.join(PACKAGE_DIR, "package.json")).files.filter((file) => !file.endsWith("/"));
+  for (const file of [...shipped, "package.json"]) {
     fs.copyFileSync(path.join(PACKAGE_DIR, file), path.join(main, file));
   }
   if (addon) {
