@@ -392,13 +392,11 @@ fn handle(shared: &Shared, message: HostMessage, cancel: CancelToken) {
         }
         HostMessage::DropAction { action } => shared.pushes.drop_action(action),
         HostMessage::SessionEvent { call, tool, event } => {
+            // Heard to its end, not cut short by a `Shutdown` read meanwhile (the `shutdown`
+            // event comes right before it): `stop` waits for it, within the grace period.
+            let _ = cancel;
             if let Some(tool) = shared.tools.get(&tool).cloned() {
-                shared.runtime.block_on(async move {
-                    tokio::select! {
-                        () = tool.on_session(event) => {},
-                        () = cancel.cancelled() => {},
-                    }
-                });
+                shared.runtime.block_on(tool.on_session(event));
             }
             ended(shared, call);
         }
