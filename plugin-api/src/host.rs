@@ -100,7 +100,8 @@ impl HostRequest {
 /// ```
 /// use serde_json::json;
 /// let schema = json!({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}});
-/// let names: Vec<&str> = xcsh_plugin_api::host::ordered_fields(&schema, &["c".into(), "a".into()])
+/// let order = ["c".to_owned(), "a".to_owned()];
+/// let names: Vec<&str> = xcsh_plugin_api::host::ordered_fields(&schema, &order)
 ///     .into_iter()
 ///     .map(|(name, _)| name)
 ///     .collect();
