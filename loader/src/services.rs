@@ -104,6 +104,8 @@ pub(crate) struct SessionServices {
     asking: Arc<tokio::sync::Mutex<()>>,
     /// Questions open or waiting.
     waiting: Arc<AtomicUsize>,
+    /// Where the plugin may write, when a sandbox confines it (told to `exec`).
+    writable: Option<Arc<[std::path::PathBuf]>>,
 }
 
 impl std::fmt::Debug for SessionServices {
@@ -126,7 +128,14 @@ impl SessionServices {
             current: Arc::new(std::sync::RwLock::new(services)),
             asking: Arc::default(),
             waiting: Arc::default(),
+            writable: None,
         }
+    }
+
+    /// The same services, for a plugin whose sandbox lets it write only under `writable`.
+    pub(crate) fn confined_to(mut self, writable: Option<Arc<[std::path::PathBuf]>>) -> Self {
+        self.writable = writable;
+        self
     }
 
     /// The services now.
@@ -189,6 +198,8 @@ impl CallServices {
             has_ui: services.has_ui(),
             model: services.model(),
             can_complete: services.can_complete(),
+            writable: self.session.writable.as_deref().map(<[_]>::to_vec),
+            runs_programs: false,
         }
     }
 
@@ -221,6 +232,10 @@ impl CallServices {
                     () = self.cancel.cancelled() => Err("the call was cancelled; its completion was withdrawn".to_owned()),
                 }
             }
+            HostRequest::Exec { .. } => Err(
+                "this host does not run programs for plugins: `exec` runs them in the plugin's own process"
+                    .to_owned(),
+            ),
             question => self.ask(services, question).await,
         }
     }

@@ -72,6 +72,11 @@ pub const CAPABILITIES: &[Capability] = &[
         since: "0.6.0",
         description: "results may carry audio and embedded resources",
     },
+    Capability {
+        name: "exec",
+        since: "0.6.0",
+        description: "a running call may run a program in one line, ended with its call, its output capped (ToolContext::exec)",
+    },
 ];
 
 /// The capabilities a plugin built against `version` has (empty for a version this crate

@@ -69,6 +69,13 @@ pub enum HostRequest {
         /// What to ask.
         request: CompletionRequest,
     },
+    /// A program to run, sent only to a host whose [`HostFacts::runs_programs`] is set (a test
+    /// harness's script); everywhere else `exec` runs it in the plugin's own process.
+    /// Answered [`HostReply::Exec`].
+    Exec {
+        /// What to run.
+        request: crate::exec::ExecRequest,
+    },
 }
 
 impl HostRequest {
@@ -90,6 +97,7 @@ impl HostRequest {
             Self::Notify { .. } => "notify",
             Self::SetStatus { .. } => "set_status",
             Self::Complete { .. } => "complete",
+            Self::Exec { .. } => "exec",
         }
     }
 }
@@ -156,6 +164,11 @@ pub enum HostReply {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
     },
+    /// What a program did (a test harness's script).
+    Exec {
+        /// Its output.
+        output: crate::exec::ExecOutput,
+    },
 }
 
 /// How a user answered a form (MCP elicitation's three outcomes).
@@ -183,6 +196,14 @@ pub struct HostFacts {
     /// Whether `complete` can reach a model (an MCP client may sample without naming one).
     #[serde(default)]
     pub can_complete: bool,
+    /// Where the plugin may write, when its host confines it (a plugin process's sandbox):
+    /// `exec` refuses a working directory elsewhere. `None`: not confined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writable: Option<Vec<std::path::PathBuf>>,
+    /// Whether the host runs programs for the plugin ([`HostRequest::Exec`]): a test
+    /// harness's script. Real hosts leave it unset, and programs run in the plugin's process.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub runs_programs: bool,
 }
 
 /// The session's model.

@@ -72,6 +72,7 @@ mod api;
 pub mod checks;
 mod compat;
 mod error;
+pub mod exec;
 #[doc(hidden)]
 pub mod export;
 pub mod files;
@@ -118,6 +119,7 @@ pub use compat::{
     capabilities_of, Capability, API_VERSION, CAPABILITIES, OLDEST_SUPPORTED_API_VERSION,
 };
 pub use error::PluginError;
+pub use exec::{ExecOptions, ExecOutput, ExecRequest, DEFAULT_MAX_OUTPUT, MAX_RUNNING_PROGRAMS};
 pub use form::form_schema;
 pub use host::{
     CompletionRequest, EarlierResult, ModelInfo, NotifyLevel, SessionEvent, SessionReason, NO_MODEL,

@@ -175,6 +175,8 @@ struct Shared {
     runtime: tokio::runtime::Handle,
     /// The calls' host-service requests waiting for the host's reply.
     requests: Arc<services::Requests>,
+    /// Where the sandbox lets the plugin write (canonical), told to `exec`; `None` unconfined.
+    writable: Option<Arc<[PathBuf]>>,
     cwd: PathBuf,
 }
 
@@ -257,6 +259,13 @@ fn serve(
         idle: AtomicUsize::new(1),
         runtime,
         requests: Arc::default(),
+        writable: arguments.sandbox.as_ref().map(|policy| {
+            policy
+                .writable
+                .iter()
+                .map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()))
+                .collect()
+        }),
         cwd: arguments.cwd,
     });
     shared.pushes.serving.store(true, Ordering::SeqCst);
@@ -361,6 +370,7 @@ fn handle(shared: &Shared, message: HostMessage, cancel: CancelToken) {
                 outgoing: Arc::clone(&shared.outgoing),
                 requests: Arc::clone(&shared.requests),
             }))
+            .confined_to(shared.writable.clone())
             .for_call_with(None, cancel.clone());
             let outcome = execute(
                 shared,

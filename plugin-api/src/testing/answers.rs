@@ -57,12 +57,29 @@ impl Answer {
 
 /// What the harness's host offers: a user (when answers were scripted), a model (when one
 /// was given), and the record of requests.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(super) struct ScriptedHost {
     pub(super) has_ui: bool,
     pub(super) model: Option<ModelInfo>,
+    /// What programs answer, when the test scripted them (`with_programs`).
+    pub(super) programs: Option<Box<ProgramScript>>,
     answers: Mutex<VecDeque<Answer>>,
     asked: Mutex<Vec<HostRequest>>,
+}
+
+/// A test's stand-in for the programs its tools run: what each `exec` gets back, or the error
+/// it fails with.
+pub(super) type ProgramScript =
+    dyn Fn(&crate::ExecRequest) -> Result<crate::ExecOutput, String> + Send + Sync;
+
+impl std::fmt::Debug for ScriptedHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedHost")
+            .field("has_ui", &self.has_ui)
+            .field("model", &self.model)
+            .field("programs", &self.programs.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ScriptedHost {
@@ -75,6 +92,8 @@ impl ScriptedHost {
             has_ui: self.has_ui,
             model: self.model.clone(),
             can_complete: self.model.is_some(),
+            writable: None,
+            runs_programs: self.programs.is_some(),
         }
     }
 
@@ -90,6 +109,12 @@ impl ScriptedHost {
             .map_err(|e| format!("PluginTest: unreadable request: {e}"))?;
         super::lock(&self.asked).push(request.clone());
         match &request {
+            HostRequest::Exec { request } => {
+                let Some(script) = &self.programs else {
+                    return Err("PluginTest: an exec reached the host without with_programs".into());
+                };
+                return script(request).map(|output| HostReply::Exec { output });
+            }
             HostRequest::Notify { .. } | HostRequest::SetStatus { .. } => {
                 return Ok(HostReply::Done)
             }

@@ -419,6 +419,58 @@ impl PluginTest {
         })
     }
 
+    /// Stand in for the programs the tools run with [`ToolContext::exec`](crate::ToolContext::exec):
+    /// `script` gets each one (program, arguments, resolved working directory, input,
+    /// variables) and says what it printed and how it ended, or the error `exec` fails with
+    /// (`command not found: git`). So "git failed" is tested without git. Every exec is also
+    /// in [`PluginTest::asked`]. Without it, programs really run.
+    ///
+    /// ```
+    /// use xcsh_plugin_api::testing::PluginTest;
+    /// use xcsh_plugin_api::{json, tools, AgentToolResult, CustomTool, ExecOptions, ExecOutput,
+    ///     PluginError, ToolContext, Value};
+    ///
+    /// #[derive(Default)]
+    /// struct Branch;
+    /// impl CustomTool for Branch {
+    ///     type Params = Value;
+    ///     fn name(&self) -> &str { "branch" }
+    ///     fn label(&self) -> &str { "Branch" }
+    ///     fn description(&self) -> &str { "The current git branch" }
+    ///     fn parameters_schema(&self) -> Value { json!({"type": "object"}) }
+    ///     async fn execute(&self, _: String, _: Value, ctx: ToolContext)
+    ///         -> Result<AgentToolResult, PluginError> {
+    ///         let git = ctx.exec("git", ["branch", "--show-current"], ExecOptions::new()).await?;
+    ///         if !git.success() {
+    ///             return Err(PluginError::new(format!("git failed: {}", git.stderr_text())));
+    ///         }
+    ///         Ok(AgentToolResult::text(git.stdout_text().trim()))
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let not_a_repository = PluginTest::new(tools![Branch]).with_programs(|_| {
+    ///     Ok(ExecOutput {
+    ///         stderr: b"fatal: not a git repository".to_vec(),
+    ///         code: Some(128),
+    ///         ..ExecOutput::default()
+    ///     })
+    /// });
+    /// let error = not_a_repository.call("branch", json!({})).await.unwrap_err();
+    /// assert!(error.to_string().contains("git failed: fatal: not a git repository"));
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn with_programs(
+        self,
+        script: impl Fn(&crate::ExecRequest) -> Result<crate::ExecOutput, String>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        self.with_host(|host| host.services.programs = Some(Box::new(script)))
+    }
+
     /// Every request the tools sent to the host so far (questions, notifications, statuses,
     /// completions), oldest first.
     pub fn asked(&self) -> Vec<crate::host::HostRequest> {
@@ -514,6 +566,37 @@ impl PluginTest {
     /// `execute` fails or panics, and the errors of [`PluginTest::tool_names`] and
     /// [`PluginTest::schema`].
     pub async fn call(&self, tool: &str, arguments: Value) -> Result<CallOutcome, TestError> {
+        self.call_with(tool, arguments, Arc::new(AtomicBool::new(false)))
+            .await
+    }
+
+    /// Call a tool as [`PluginTest::call`] does, and cancel the call after `after` (the
+    /// tool's `ctx.is_cancelled()` turns true; its programs end): what a host does when the
+    /// user interrupts.
+    ///
+    /// # Errors
+    /// As [`PluginTest::call`].
+    pub async fn call_cancelled_after(
+        &self,
+        tool: &str,
+        arguments: Value,
+        after: std::time::Duration,
+    ) -> Result<CallOutcome, TestError> {
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&cancelled);
+        std::thread::spawn(move || {
+            std::thread::sleep(after);
+            flag.store(true, Ordering::SeqCst);
+        });
+        self.call_with(tool, arguments, cancelled).await
+    }
+
+    async fn call_with(
+        &self,
+        tool: &str,
+        arguments: Value,
+        cancelled: Arc<AtomicBool>,
+    ) -> Result<CallOutcome, TestError> {
         let loaded = self.find(tool)?;
         crate::checks::validate_arguments(tool, &loaded.validator, &arguments)
             .map_err(TestError::InvalidArguments)?;
@@ -521,7 +604,7 @@ impl PluginTest {
         let ctx = ToolContextFfi_TO::from_value(
             CallServices {
                 updates: Arc::clone(&updates),
-                cancelled: Arc::new(AtomicBool::new(false)),
+                cancelled,
                 host: Arc::clone(&self.host),
             },
             TD_Opaque,
