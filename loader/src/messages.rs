@@ -221,6 +221,11 @@ pub fn sandbox_summary(confinement: Option<&Confinement>) -> String {
         Enforcement::None => parts.push("network not enforced".to_owned()),
         Enforcement::NotRequested => {}
     }
+    if !confinement.programs_contained {
+        // No PID namespace (see `sys::contain`): only what stays in its process group ends
+        // with the plugin process.
+        parts.push("programs may outlive it".to_owned());
+    }
     parts.join(", ")
 }
 
@@ -341,6 +346,7 @@ mod tests {
             network: Enforcement::NotRequested,
             landlock_abi: 6,
             seccomp: false,
+            programs_contained: true,
         };
         assert_eq!(
             sandbox_summary(Some(&confined)),

@@ -220,6 +220,9 @@ fn main() {
     if wanted("host_services") {
         bench_host_services(&mut bench);
     }
+    if wanted("exec") {
+        bench_exec(&mut bench);
+    }
     if wanted("ast_edit") {
         bench_ast_edit(&mut bench);
         bench_ast_edit_cli(&mut bench);
@@ -533,6 +536,80 @@ fn bench_host_services(bench: &mut Bench) {
                 time(asked.saturating_sub(echo)),
             )
             .baseline(format!("confirm call {}, echo call {}", time(asked), time(echo))),
+        );
+    }
+}
+
+/// `ctx.exec` against a plain `Command::output()` of the same program (`true`), from the same
+/// tool of `fixture-programs` in the same session, in process and in a plugin process: what
+/// `exec` adds (its process group, reader threads, the cancellation watch) over what an author
+/// would write by hand.
+fn bench_exec(bench: &mut Bench) {
+    let artifacts = release_artifacts();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let plugin = artifacts.plugin("fixture-programs");
+    let session = |isolation| {
+        calls::session_with(
+            xcsh_loader::Session::builder(cwd.path())
+                .isolation(isolation)
+                .definitions_cache(false),
+            &plugin,
+        )
+        .unwrap()
+    };
+    let sessions = [
+        ("in_process", session(Isolation::InProcess)),
+        ("process", session(Isolation::Process)),
+    ];
+    async fn run(session: &xcsh_loader::Session, via: &'static str) -> xcsh_loader::ToolOutcome {
+        let outcome = session
+            .call("run", json!({"program": "true", "via": via}))
+            .await;
+        assert!(!outcome.is_error, "{}", outcome.text());
+        outcome
+    }
+    runtime.block_on(async {
+        for (_, session) in &sessions {
+            for via in ["exec", "command"] {
+                let outcome = run(session, via).await;
+                assert_eq!(outcome.result.details.unwrap()["code"], 0);
+            }
+        }
+    });
+    let mut group = bench.criterion.benchmark_group("exec");
+    group
+        .sample_size(30)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    for (mode, session) in &sessions {
+        for via in ["command", "exec"] {
+            group.bench_function(format!("{mode}_{via}"), |b| {
+                b.iter_custom(|iters| timed_calls(&runtime, iters, || run(session, via)));
+            });
+        }
+    }
+    group.finish();
+    for (mode, label) in [
+        ("in_process", "in-process"),
+        ("process", "in a plugin process"),
+    ] {
+        let command = bench.median("exec", &format!("{mode}_command"));
+        let exec = bench.median("exec", &format!("{mode}_exec"));
+        bench.rows.push(
+            Row::new(
+                "exec",
+                format!("a call running `true` through `ctx.exec`, {label} (target: within 1.5x of `Command::output()`)"),
+                time(exec),
+            )
+            .baseline(format!(
+                "the same call through `Command::output()` {} ({:.2}x)",
+                time(command),
+                exec.as_secs_f64() / command.as_secs_f64().max(1e-12)
+            )),
         );
     }
 }

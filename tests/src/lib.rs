@@ -40,6 +40,7 @@ pub const PLUGIN_PACKAGES: &[&str] = &[
     "fixture-secrets",
     "fixture-conformance",
     "fixture-todo",
+    "fixture-programs",
 ];
 
 /// Paths of the built artifacts, by cargo target name (`batch_rename`, `xcsh-plugins`, ...).
@@ -338,7 +339,7 @@ pub fn package_version(manifest: &str) -> String {
 }
 
 /// The children of process `pid`, from `/proc/PID/task/*/children`.
-pub fn child_pids(pid: u32) -> Vec<u32> {
+pub fn direct_children(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return found;
@@ -352,4 +353,31 @@ pub fn child_pids(pid: u32) -> Vec<u32> {
         }
     }
     found
+}
+
+/// The processes `pid` started, as a plugin's own id names them: a plugin process runs
+/// inside a PID namespace of its own, two forks below the process the host started (the
+/// stand-in, then the namespace's init; `xcsh_loader`'s `sys::contain`), so each child is
+/// followed down while it has exactly one child running the same executable.
+pub fn child_pids(pid: u32) -> Vec<u32> {
+    direct_children(pid)
+        .into_iter()
+        .map(|child| {
+            let exe = std::fs::read_link(format!("/proc/{child}/exe")).ok();
+            let mut current = child;
+            loop {
+                let same: Vec<u32> = direct_children(current)
+                    .into_iter()
+                    .filter(|grandchild| {
+                        exe.is_some()
+                            && std::fs::read_link(format!("/proc/{grandchild}/exe")).ok() == exe
+                    })
+                    .collect();
+                match same.as_slice() {
+                    [only] => current = *only,
+                    _ => return current,
+                }
+            }
+        })
+        .collect()
 }

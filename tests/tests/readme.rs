@@ -72,10 +72,13 @@ fn stderr(output: &Output) -> String {
 fn the_readme_example_is_no_longer_than_the_typescript_seed() {
     let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
     let example = rust_blocks(&readme, "Write a plugin");
-    // The seed's example, then the shortest one that asks the user (`confirm`).
-    assert_eq!(example.len(), 2, "two Rust blocks in \"Write a plugin\"");
+    // The seed's example, then the shortest one that asks the user (`confirm`), then the
+    // shortest one that runs a program (`exec`).
+    assert_eq!(example.len(), 3, "three Rust blocks in \"Write a plugin\"");
     assert!(example[1].contains(".confirm("), "{}", example[1]);
     assert!(non_blank_lines(&example[1]) <= 20, "{}", example[1]);
+    assert!(example[2].contains(".exec("), "{}", example[2]);
+    assert!(non_blank_lines(&example[2]) <= 20, "{}", example[2]);
     let lines = non_blank_lines(&example[0]);
     assert!(
         lines <= TYPESCRIPT_SEED_LINES,
@@ -90,7 +93,7 @@ fn the_readme_plugin_and_its_tests_build_pass_and_load() {
     let tests = rust_blocks(&readme, "Test a plugin");
     assert_eq!(
         (example.len(), tests.len()),
-        (2, 1),
+        (3, 1),
         "{example:?} {tests:?}"
     );
     // The dev-dependencies the README shows are the scaffold's.
@@ -111,11 +114,13 @@ fn the_readme_plugin_and_its_tests_build_pass_and_load() {
     assert!(manifest.contains(r#"features = ["testing"]"#), "{manifest}");
     std::fs::write(
         krate.join("src/lib.rs"),
-        // The `confirm` example's tool compiles in the same crate (its `use` is the first's).
+        // The `confirm` and `exec` examples' tools compile in the same crate (their `use` is
+        // the first's).
         format!(
-            "{}\n{}\n{}",
+            "{}\n{}\n{}\n{}",
             example[0],
             example[1].replace("use xcsh_plugin_api::*;\n", ""),
+            example[2].replace("use xcsh_plugin_api::*;\n", ""),
             tests[0]
         ),
     )

@@ -399,19 +399,24 @@ describe("in an agent session", () => {
   });
 });
 
-/// The plugin processes running `plugin` (an `xcsh-plugin-host --path …/plugin`), by pid.
+/// The plugin processes running `plugin` (an `xcsh-plugin-host --path …/plugin`), by pid: the
+/// ones the host started (each forks twice into a PID namespace of its own, the same command
+/// line; those below are left out).
 function hostsOf(plugin: string): Set<number> {
-  const pids = new Set<number>();
+  const all = new Map<number, number>();
   for (const name of fs.readdirSync("/proc")) {
     if (!/^[0-9]+$/.test(name)) continue;
     try {
       const cmdline = fs.readFileSync(`/proc/${name}/cmdline`, "utf8");
-      if (cmdline.includes("--path") && cmdline.includes(plugin)) pids.add(Number(name));
+      if (!cmdline.includes("--path") || !cmdline.includes(plugin)) continue;
+      const stat = fs.readFileSync(`/proc/${name}/stat`, "utf8");
+      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      all.set(Number(name), parent);
     } catch {
       // gone meanwhile
     }
   }
-  return pids;
+  return new Set([...all].filter(([, parent]) => !all.has(parent)).map(([pid]) => pid));
 }
 
 describe("when the conversation moves on (/new, /resume, a branch, fork, /tree)", () => {

@@ -108,9 +108,16 @@ pub fn child_main() -> ExitCode {
         eprintln!("xcsh-plugin-host: the process that started this one is gone");
         return ExitCode::from(2);
     }
-    // Still the only thread of this process: what Landlock confines now covers every later
-    // thread, the plugin's included.
-    let confinement = arguments.sandbox.as_ref().map(confine);
+    // Still the only thread of this process: it moves into a PID namespace of its own (so
+    // that nothing it starts outlives it; see `sys::contain`), then what Landlock confines
+    // now covers every later thread, the plugin's included.
+    let programs_contained = crate::sys::contain::contain_programs();
+    let confinement = arguments.sandbox.as_ref().map(|policy| {
+        confine(policy).map(|mut confinement| {
+            confinement.programs_contained = programs_contained;
+            confinement
+        })
+    });
     // Only to poll plugin futures with `Handle::block_on` on the workers: plugin futures
     // bring their own runtime, so this one drives nothing.
     let runtime = match tokio::runtime::Builder::new_current_thread()

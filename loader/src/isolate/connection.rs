@@ -85,6 +85,8 @@ pub(crate) struct Launch {
     pub sandbox: SandboxPolicy,
     /// The session's private temporary directory, the child's `TMPDIR`.
     pub temp_dir: Option<PathBuf>,
+    /// The private home's variables, over the host's (`HOME` among them).
+    pub program_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     /// Stop a child that has been idle this long (`None`: never); see the `idle` module.
     pub stop_idle_after: Option<Duration>,
     /// The plugin's key in the definitions cache, if the session uses one.
@@ -308,6 +310,7 @@ impl Connection {
         if let Some(temp_dir) = &launch.temp_dir {
             command.env("TMPDIR", temp_dir);
         }
+        command.envs(launch.program_env.iter().map(|(k, v)| (k, v)));
         inherit_and_die_with_parent(&mut command, [socket_fd, plugin_fd], std::process::id());
         let mut child = command.spawn().map_err(|e| {
             fail(format!(
@@ -595,13 +598,24 @@ async fn reap(
     output: Vec<tokio::task::JoinHandle<()>>,
     shared: Arc<Shared>,
 ) {
+    // The child leads a session and process group of its own: what it started and left in
+    // its group ends with it, where no PID namespace already did that.
+    let group = child.id();
+    let end_group = || {
+        if let Some(pid) = group.and_then(|pid| rustix::process::Pid::from_raw(pid as i32)) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    };
     let status = tokio::select! {
         status = child.wait() => status,
         Some(Stop::Kill) = stops.recv() => {
+            end_group();
             let _ = child.start_kill();
             child.wait().await
         }
     };
+    // Reaped, but the group lives on while it has members, so its id is still its own.
+    end_group();
     // Frames the child sent before it ended (a `Done`, a `Push`) are routed first, and what
     // it printed is logged (unless a process it started keeps its pipes open).
     let _ = tokio::time::timeout(Duration::from_secs(1), async {

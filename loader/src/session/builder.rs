@@ -505,6 +505,20 @@ impl SessionBuilder {
             });
         let temp_dir = session.temp_dir.as_ref().map(|dir| dir.path().to_owned());
         sandbox.writable.extend(temp_dir.clone());
+        let program_home = match (&temp_dir, std::env::home_dir()) {
+            (Some(private), Some(home)) => crate::sys::program_home::prepare(&home, private)
+                .inspect_err(|error| {
+                    tracing::warn!("cannot prepare the private home of plugin processes: {error}");
+                })
+                .ok(),
+            _ => None,
+        };
+        let program_env = program_home
+            .map(|home| {
+                sandbox.readable.extend(home.readable);
+                home.env
+            })
+            .unwrap_or_default();
         let idle_stopped = super::isolated::on_idle_stop(&session.deferred);
         ProcessSettings {
             host,
@@ -513,6 +527,7 @@ impl SessionBuilder {
             home: self.discovery.home.clone(),
             sandbox,
             temp_dir,
+            program_env,
             require_sandbox: self.require_sandbox,
             cwd: session.cwd.clone(),
             links: crate::isolate::plugin::SessionLinks {

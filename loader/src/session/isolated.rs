@@ -34,6 +34,9 @@ pub(super) struct ProcessSettings {
     pub(super) sandbox: SandboxPolicy,
     /// The session's private temporary directory, each child's `TMPDIR`.
     pub(super) temp_dir: Option<PathBuf>,
+    /// The private home's variables (`HOME`, `CARGO_HOME`, ...), set for each child
+    /// ([`crate::sys::program_home`]).
+    pub(super) program_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     /// Refuse a child whose sandbox is not in force instead of warning.
     pub(super) require_sandbox: bool,
     pub(super) cwd: PathBuf,
@@ -117,6 +120,7 @@ impl ProcessSettings {
             links: self.links.clone(),
             sandbox,
             temp_dir: self.temp_dir.clone(),
+            program_env: self.program_env.clone(),
             stop_idle_after: self.idle.for_plugin(file.path()),
             cache_key: key.clone(),
         };

@@ -17,6 +17,8 @@
 //! closed: glibc recognises an already loaded library by the name it was opened with, so a
 //! reused `/proc/self/fd/N` would silently resolve to the earlier plugin.
 
+#[cfg(target_os = "linux")]
+pub(crate) mod contain;
 mod dl;
 #[cfg(target_os = "linux")]
 pub(crate) mod heap;
@@ -24,6 +26,8 @@ pub(crate) mod heap;
 mod memfd;
 mod network;
 mod private_copy;
+#[cfg(unix)]
+pub mod program_home;
 pub mod sandbox;
 #[cfg(target_os = "linux")]
 pub(crate) mod spawn;

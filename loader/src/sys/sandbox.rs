@@ -21,6 +21,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+/// The private home of plugin processes, and the toolchains under the user's home they read.
+#[cfg(unix)]
+pub use super::program_home::{toolchain_reads, PROGRAM_ENVIRONMENT, SECRETS, TOOLCHAIN_DIRS};
+
 /// What to allow a plugin process.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxPolicy {
@@ -214,7 +218,11 @@ impl SandboxPolicy {
 /// loader sets: what the child reports as the environment's enforcement.
 pub fn environment_enforcement(policy: &SandboxPolicy) -> Enforcement {
     let clean = std::env::vars_os().all(|(name, _)| {
-        policy.passes_env(&name) || LOADER_ENVIRONMENT.iter().any(|own| name == *own)
+        policy.passes_env(&name)
+            || LOADER_ENVIRONMENT.iter().any(|own| name == *own)
+            || super::program_home::PROGRAM_ENVIRONMENT
+                .iter()
+                .any(|own| name == *own)
     });
     if clean {
         Enforcement::Full
@@ -302,6 +310,10 @@ pub struct Confinement {
     /// Whether the seccomp filter of [`super::network`] is installed.
     #[serde(default)]
     pub seccomp: bool,
+    /// Whether every process the plugin starts lives in a PID namespace that ends with its
+    /// plugin process (otherwise only those left in its process group are ended with it).
+    #[serde(default)]
+    pub programs_contained: bool,
 }
 
 /// Why the sandbox could not be set up (as opposed to merely not enforced).
@@ -418,6 +430,7 @@ pub fn confine_filesystem(policy: &SandboxPolicy) -> Result<Confinement, Sandbox
         network,
         landlock_abi,
         seccomp: false,
+        programs_contained: false,
     })
 }
 
@@ -435,6 +448,7 @@ pub fn confine_filesystem(policy: &SandboxPolicy) -> Result<Confinement, Sandbox
         },
         landlock_abi: 0,
         seccomp: false,
+        programs_contained: false,
     })
 }
 

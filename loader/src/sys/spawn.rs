@@ -6,11 +6,12 @@ use std::os::fd::{BorrowedFd, RawFd};
 use rustix::io::FdFlags;
 use rustix::process::Signal;
 
-/// Prepare `command` so that the child is in a process group of its own and, between `fork`
-/// and `exec`: the descriptors in `inherit` lose close-on-exec (everything else of ours keeps
-/// it and is closed by `exec`),
-/// the child is sent `SIGKILL` when its parent dies, and it exits at once if its parent is
-/// already no longer `parent` (it died before the death signal was armed).
+/// Prepare `command` so that the child starts a session of its own (no controlling terminal:
+/// nothing it runs can prompt on the user's terminal, and a Ctrl-C there reaches the host
+/// only) and, between `fork` and `exec`: the descriptors in `inherit` lose close-on-exec
+/// (everything else of ours keeps it and is closed by `exec`), the child is sent `SIGKILL`
+/// when its parent dies, it exits at once if its parent is already no longer `parent` (it
+/// died before the death signal was armed).
 pub(crate) fn inherit_and_die_with_parent(
     command: &mut tokio::process::Command,
     inherit: [RawFd; 2],
@@ -23,6 +24,7 @@ pub(crate) fn inherit_and_die_with_parent(
             let fd = unsafe { BorrowedFd::borrow_raw(raw) };
             rustix::io::fcntl_setfd(fd, FdFlags::empty())?;
         }
+        rustix::process::setsid()?;
         rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
         let still_ours = rustix::process::getppid()
             .is_some_and(|pid| u32::try_from(pid.as_raw_nonzero().get()) == Ok(parent));
@@ -33,12 +35,9 @@ pub(crate) fn inherit_and_die_with_parent(
         }
         Ok(())
     };
-    // A process group of its own: a Ctrl-C at the host's terminal goes to the host, which
-    // rejects what is pending (that needs the child alive) and then stops the child itself.
-    command.process_group(0);
     // SAFETY: the hook runs in the forked child before `exec`, where only async-signal-safe
-    // calls are allowed. It makes three raw syscalls through rustix (`fcntl(F_SETFD)`,
-    // `prctl(PR_SET_PDEATHSIG)`, `getppid`), which take no locks and allocate nothing;
+    // calls are allowed. It makes four raw syscalls through rustix (`fcntl(F_SETFD)`,
+    // `setsid`, `prctl(PR_SET_PDEATHSIG)`, `getppid`), which take no locks and allocate nothing;
     // `std::io::Error::other` on the error path allocates, but std documents that an error
     // returned from `pre_exec` is only reported, and glibc's malloc is fork-safe for the
     // forking thread's own use. No state shared with the parent is touched.

@@ -24,7 +24,7 @@ fn mark(what: &str) {
             .append(true)
             .open(marker)
         {
-            let _ = writeln!(file, "{what} ran in process {}", std::process::id());
+            let _ = writeln!(file, "{what} ran in process {}", host_pid());
         }
     }
 }
@@ -86,3 +86,13 @@ fn factory(_api: &CustomToolApi) -> Result<Probe, PluginError> {
 }
 
 export_plugin!(factory);
+
+/// This process's id as the host sees it: a plugin process lives in a PID namespace of its
+/// own, where `std::process::id()` is a small number; `/proc` (the host's) names it by the
+/// host's number.
+fn host_pid() -> u32 {
+    std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|link| link.to_str()?.parse().ok())
+        .unwrap_or_else(std::process::id)
+}

@@ -110,7 +110,7 @@ impl CustomTool for CrashTool {
     ) -> Result<AgentToolResult, PluginError> {
         match self.fault {
             Fault::Ping => Ok(AgentToolResult::text("pong")),
-            Fault::Pid => Ok(AgentToolResult::text(std::process::id().to_string())),
+            Fault::Pid => Ok(AgentToolResult::text(host_pid().to_string())),
             Fault::Segfault => {
                 let bad = std::ptr::null_mut::<u8>().wrapping_add(16);
                 // SAFETY: it is not safe, on purpose: this tool exists to write through a bad
@@ -208,30 +208,27 @@ impl CustomTool for CrashTool {
             Fault::KeepAlive => {
                 let keep = params.get("keep").and_then(Value::as_bool).unwrap_or(true);
                 self.api.keep_alive(keep);
-                Ok(AgentToolResult::text(std::process::id().to_string()))
+                Ok(AgentToolResult::text(host_pid().to_string()))
             }
             Fault::Nap => {
                 let ms = params.get("ms").and_then(Value::as_u64).unwrap_or(0);
                 std::thread::sleep(Duration::from_millis(ms.min(60_000)));
-                Ok(AgentToolResult::text(std::process::id().to_string()))
+                Ok(AgentToolResult::text(host_pid().to_string()))
             }
             Fault::PidPreview => {
                 self.api.push_pending_action(
                     CustomToolPendingAction::new("Crash: answer the pid", |_reason| async {
-                        Ok(AgentToolResult::text(format!(
-                            "applied in {}",
-                            std::process::id()
-                        )))
+                        Ok(AgentToolResult::text(format!("applied in {}", host_pid())))
                     })
                     .with_reject(|_reason| async {
                         Ok(Some(AgentToolResult::text(format!(
                             "rejected in {}",
-                            std::process::id()
+                            host_pid()
                         ))))
                     })
                     .with_source_tool_name("pid_preview"),
                 )?;
-                Ok(AgentToolResult::text(std::process::id().to_string()))
+                Ok(AgentToolResult::text(host_pid().to_string()))
             }
             Fault::Preview => {
                 let target = self.api.resolve_path("applied.txt");
@@ -317,3 +314,13 @@ fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
 }
 
 export_plugin!(factory);
+
+/// This process's id as the host sees it: a plugin process lives in a PID namespace of its
+/// own, where `std::process::id()` is a small number; `/proc` (the host's) names it by the
+/// host's number.
+fn host_pid() -> u32 {
+    std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|link| link.to_str()?.parse().ok())
+        .unwrap_or_else(std::process::id)
+}

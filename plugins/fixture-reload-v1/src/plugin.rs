@@ -35,7 +35,7 @@ impl CustomTool for Version {
     ) -> Result<AgentToolResult, PluginError> {
         Ok(AgentToolResult::text(format!(
             "v{VERSION} (pid {})",
-            std::process::id()
+            host_pid()
         )))
     }
 }
@@ -116,4 +116,14 @@ pub(crate) fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
     } else {
         tools
     })
+}
+
+/// This process's id as the host sees it: a plugin process lives in a PID namespace of its
+/// own, where `std::process::id()` is a small number; `/proc` (the host's) names it by the
+/// host's number.
+fn host_pid() -> u32 {
+    std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|link| link.to_str()?.parse().ok())
+        .unwrap_or_else(std::process::id)
 }

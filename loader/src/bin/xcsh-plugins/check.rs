@@ -318,9 +318,20 @@ fn policy_of(host: &HostOptions, plugin: &Path) -> PolicyReport {
     use xcsh_loader::sandbox::{BASE_ENVIRONMENT, PROC_READABLE, SYSTEM_READABLE};
     let shown = |path: &Path| path.display().to_string();
     let private = "TMPDIR (private)".to_owned();
-    let mut environment: Vec<String> = BASE_ENVIRONMENT.iter().map(|n| (*n).to_owned()).collect();
+    // `HOME` is the private one, listed with the other variables of the private home.
+    let mut environment: Vec<String> = BASE_ENVIRONMENT
+        .iter()
+        .filter(|name| **name != "HOME")
+        .map(|n| (*n).to_owned())
+        .collect();
     environment.extend(host.sandbox.pass_env.iter().cloned());
     environment.push(private.clone());
+    environment.push(
+        "HOME, XDG_CONFIG_HOME, XDG_CACHE_HOME, XDG_DATA_HOME, CARGO_HOME (private home)"
+            .to_owned(),
+    );
+    environment.push("RUSTUP_HOME, PYENV_ROOT (the user's toolchains)".to_owned());
+    environment.push("GIT_TERMINAL_PROMPT=0".to_owned());
     let mut writes = vec![shown(&host.cwd), private.clone()];
     writes.extend(host.sandbox.allow_write.iter().map(|p| shown(p)));
     let mut reads: Vec<String> = SYSTEM_READABLE
@@ -332,6 +343,14 @@ fn policy_of(host: &HostOptions, plugin: &Path) -> PolicyReport {
     reads.push(shown(&host.cwd));
     reads.extend(plugin.parent().map(shown));
     reads.push(private);
+    reads.push("HOME (private: git's and cargo's settings, credentials filtered out)".to_owned());
+    if let Some(home) = std::env::home_dir() {
+        reads.extend(
+            xcsh_loader::sandbox::toolchain_reads(&home)
+                .iter()
+                .map(|dir| format!("{} (toolchain)", shown(dir))),
+        );
+    }
     reads.extend(host.sandbox.allow_write.iter().map(|p| shown(p)));
     reads.extend(host.sandbox.allow_read.iter().map(|p| shown(p)));
     PolicyReport {

@@ -61,6 +61,8 @@ pub struct Enforced {
     pub landlock_abi: u32,
     /// Whether the seccomp network filter is in force.
     pub seccomp: bool,
+    /// Whether every program the plugin starts ends with its process (a PID namespace).
+    pub programs_contained: bool,
 }
 
 impl From<&Confinement> for Enforced {
@@ -72,6 +74,7 @@ impl From<&Confinement> for Enforced {
             network: confinement.network,
             landlock_abi: confinement.landlock_abi,
             seccomp: confinement.seccomp,
+            programs_contained: confinement.programs_contained,
         }
     }
 }

@@ -174,6 +174,19 @@ impl Text for FileCheck {
                 writeln!(to.out, "  reads: {}", list(&policy.reads))?;
                 writeln!(to.out, "  writes: {}", list(&policy.writes))?;
                 writeln!(to.out, "  network: {}", policy.network)?;
+                let contained = self
+                    .confinement
+                    .as_ref()
+                    .is_some_and(|enforced| enforced.programs_contained);
+                writeln!(
+                    to.out,
+                    "  programs: no terminal, empty input; {}",
+                    if contained {
+                        "end with the plugin process (PID namespace)"
+                    } else {
+                        "only those left in its process group end with it (no PID namespace here)"
+                    }
+                )?;
             }
             for tool in &self.tools {
                 writeln!(
