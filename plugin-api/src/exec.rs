@@ -299,8 +299,8 @@ async fn running_place(
 struct Running {
     group: Arc<Group>,
     status: tokio::sync::oneshot::Receiver<std::io::Result<std::process::ExitStatus>>,
-    stdout: std::thread::JoinHandle<(Vec<u8>, bool)>,
-    stderr: std::thread::JoinHandle<(Vec<u8>, bool)>,
+    stdout: Captured,
+    stderr: Captured,
 }
 
 impl Running {
@@ -375,9 +375,9 @@ impl Running {
         let status = status
             .map_err(|_| PluginError::new("the program's waiting thread ended"))?
             .map_err(|e| PluginError::new(format!("cannot wait for the program: {e}")))?;
-        let grace = Instant::now() + OUTPUT_GRACE;
-        let (stdout, cut_out) = join_before(self.stdout, grace).await;
-        let (stderr, cut_err) = join_before(self.stderr, grace).await;
+        let grace = tokio::time::Instant::now() + OUTPUT_GRACE;
+        let (stdout, cut_out) = self.stdout.take_by(grace).await;
+        let (stderr, cut_err) = self.stderr.take_by(grace).await;
         let (code, signal) = describe(status);
         Ok(ExecOutput {
             stdout,
@@ -390,49 +390,51 @@ impl Running {
     }
 }
 
-/// A reader's output, or what it had when `grace` passed (a process outside the group holds
-/// the pipe open: what it writes later is not the program's answer).
-async fn join_before(
-    reader: std::thread::JoinHandle<(Vec<u8>, bool)>,
-    grace: Instant,
-) -> (Vec<u8>, bool) {
-    while !reader.is_finished() && Instant::now() < grace {
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    if reader.is_finished() {
-        reader.join().unwrap_or_default()
-    } else {
-        (Vec::new(), true)
+/// One output stream being read on a thread of its own ([`read_capped`]): what it kept so
+/// far, whether it dropped any, and word of its end.
+struct Captured {
+    kept: Arc<Mutex<(Vec<u8>, bool)>>,
+    ended: tokio::sync::oneshot::Receiver<()>,
+}
+
+impl Captured {
+    /// The stream's output once it ended, or what it had when `grace` passed (a process outside
+    /// the group holds the pipe open: what it writes later is not the program's answer), then
+    /// marked truncated.
+    async fn take_by(self, grace: tokio::time::Instant) -> (Vec<u8>, bool) {
+        let ended = tokio::time::timeout_at(grace, self.ended).await.is_ok();
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let (output, dropped) = std::mem::take(&mut *kept);
+        (output, dropped || !ended)
     }
 }
 
 /// Read `pipe` to its end on a thread of its own: the first `cap` bytes kept, the rest read
 /// and dropped (the flag says whether any was).
-fn read_capped(
-    pipe: Option<impl Read + Send + 'static>,
-    cap: usize,
-) -> std::thread::JoinHandle<(Vec<u8>, bool)> {
+fn read_capped(pipe: Option<impl Read + Send + 'static>, cap: usize) -> Captured {
+    let kept = Arc::new(Mutex::new((Vec::new(), false)));
+    let (done, ended) = tokio::sync::oneshot::channel();
+    let shared = Arc::clone(&kept);
     std::thread::spawn(move || {
-        let Some(mut pipe) = pipe else {
-            return (Vec::new(), false);
-        };
-        let mut kept = Vec::new();
-        let mut dropped = false;
-        let mut chunk = vec![0u8; 64 << 10];
-        loop {
-            match pipe.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => {
-                    let room = cap.saturating_sub(kept.len());
-                    kept.extend_from_slice(&chunk[..n.min(room)]);
-                    dropped |= n > room;
+        if let Some(mut pipe) = pipe {
+            let mut chunk = vec![0u8; 64 << 10];
+            loop {
+                match pipe.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let mut kept = shared.lock().unwrap_or_else(|p| p.into_inner());
+                        let room = cap.saturating_sub(kept.0.len());
+                        kept.0.extend_from_slice(&chunk[..n.min(room)]);
+                        kept.1 |= n > room;
+                    }
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
                 }
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
             }
         }
-        (kept, dropped)
-    })
+        let _ = done.send(());
+    });
+    Captured { kept, ended }
 }
 
 /// Kills the group when dropped before the program was reaped (a no-op after).
