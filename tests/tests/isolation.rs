@@ -240,6 +240,11 @@ fn in_process_a_blocking_tool_is_abandoned_at_the_timeout() {
             .plugin(plugin("fixture-crash"))
             .isolation(Isolation::InProcess)
             .build();
+        assert!(
+            session.load_errors().is_empty(),
+            "{:?}",
+            session.load_errors()
+        );
         assert_eq!(session.plugins()[0].isolation, Isolation::InProcess);
         for tool in ["sleep", "spin"] {
             let start = Instant::now();

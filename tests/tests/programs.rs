@@ -444,11 +444,14 @@ fn a_call_timeout_and_a_killed_host_leave_no_program_behind() {
     );
 }
 
+/// The idle time of the sessions here: long enough to see a spawned program start first.
+const IDLE: Duration = Duration::from_secs(2);
+
 fn session(dir: &Path, isolation: Isolation) -> Session {
     let session = Session::builder(dir)
         .default_dirs(false)
         .isolation(isolation)
-        .stop_idle_after(Some(Duration::from_millis(400)))
+        .stop_idle_after(Some(IDLE))
         .plugin(plugin("fixture-programs"))
         .build();
     assert!(
@@ -492,7 +495,7 @@ async fn a_cancel_and_an_idle_stop_leave_no_program_behind() {
         .await;
     assert!(!started.is_error, "{}", started.text());
     assert_eq!(
-        running(&idle).len(),
+        wait_for(&idle, 1, Duration::from_millis(1500)),
         1,
         "the spawned program runs after its call"
     );

@@ -649,3 +649,45 @@ async function waitFor(condition, ms = 5_000) {
   const deadline = Date.now() + ms;
   while (!condition() && Date.now() < deadline) await new Promise((done) => setTimeout(done, 20));
 }
+
+test("damaged copies of a plugin loaded in process are load errors naming each file; the runtime goes on (issue 45)", { timeout: SLOW }, () => {
+  // Changed copies of the sample plugin that took `node` down with SIGSEGV, or made it exit
+  // from inside the dynamic loader, before each file was loaded first in a throwaway process
+  // (seed 12345 of tests/tests/corrupt_libraries.rs, plus zeroed pages). Loaded in a child
+  // `node`, so a crash would show as its exit status.
+  const original = fs.readFileSync(plugin("batch_rename"));
+  const dir = scratch();
+  fs.chmodSync(dir, 0o755);
+  const copies = [];
+  const write = (name, bytes) => {
+    const file = path.join(dir, `lib${name}.so`);
+    fs.writeFileSync(file, bytes, { mode: 0o644 });
+    copies.push(file);
+  };
+  for (let page = 1; page < original.length / 4096; page += Math.max(1, Math.floor(original.length / 4096 / 24))) {
+    const bytes = Buffer.from(original);
+    bytes.fill(0, page * 4096, (page + 1) * 4096);
+    write(`zeroed_${page}`, bytes);
+  }
+  const phoff = Number(original.readBigUInt64LE(0x20));
+  for (let i = 0; i < 16; i++) {
+    const bytes = Buffer.from(original);
+    bytes[phoff + 56 * (i % 10) + (i * 7) % 56] ^= 0xff; // one byte of a program header flipped
+    write(`phdr_${i}`, bytes);
+  }
+  const script = `
+    const { nativeToolFactory } = require(${JSON.stringify(path.join(__dirname, ".."))});
+    (async () => {
+      const factory = nativeToolFactory({ plugins: ${JSON.stringify(copies)}, defaultDirs: false, isolation: "in-process" });
+      await factory({ cwd: ${JSON.stringify(dir)}, pushPendingAction() {} });
+      console.log(JSON.stringify(factory.loadErrors.map((e) => e.message)));
+      await factory.close();
+    })();`;
+  const run = spawnSync(process.execPath, ["-e", script], { encoding: "utf8", timeout: 120_000, env: { ...process.env, XCSH_CACHE_DIR: path.join(dir, "cache") } });
+  assert.equal(run.status, 0, `node ended with ${run.status} ${run.signal}: ${run.stderr}`);
+  const errors = JSON.parse(run.stdout.trim().split("\n").pop());
+  for (const message of errors) {
+    assert.ok(copies.some((file) => message.includes(file)), `an error naming no file: ${message}`);
+  }
+  assert.ok(errors.some((message) => message.includes("throwaway process")), errors.join("\n"));
+});

@@ -52,12 +52,15 @@ struct Arguments {
     store: bool,
     /// The sandbox to set up before loading (JSON); none without `--sandbox`.
     sandbox: Option<SandboxPolicy>,
+    /// `--probe`: load the library and check it, report, exit (no factory, no calls).
+    probe: bool,
 }
 
 fn parse(mut args: impl Iterator<Item = std::ffi::OsString>) -> Result<Arguments, String> {
     let (mut protocol, mut socket, mut plugin_fd, mut path, mut cwd, mut store) =
         (None, None, None, None, None, false);
     let mut sandbox = None;
+    let mut probe = false;
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg:?} needs a value"));
         match arg.to_str() {
@@ -67,6 +70,7 @@ fn parse(mut args: impl Iterator<Item = std::ffi::OsString>) -> Result<Arguments
             Some("--path") => path = Some(PathBuf::from(value()?)),
             Some("--cwd") => cwd = Some(PathBuf::from(value()?)),
             Some("--store") => store = true,
+            Some("--probe") => probe = true,
             Some("--sandbox") => {
                 let text = value()?;
                 let policy = text
@@ -86,6 +90,7 @@ fn parse(mut args: impl Iterator<Item = std::ffi::OsString>) -> Result<Arguments
         cwd: cwd.ok_or("--cwd is required")?,
         store,
         sandbox,
+        probe,
     })
 }
 
@@ -241,6 +246,17 @@ fn serve(
             return 0;
         }
     };
+    if arguments.probe {
+        // What loading in process runs: the library's constructors, the checks, and its
+        // factory (whose own errors are the host's to report: only a crash is the verdict).
+        let outcome = load_inherited(&arguments.path, File::from(plugin)).map(|library| {
+            let _ = instantiate(library, &arguments.path, &arguments.cwd, None, None, None);
+        });
+        outgoing.send(&ChildMessage::Probed {
+            error: outcome.err().map(|error| error.kind),
+        });
+        return 0;
+    }
     let pushes: Arc<Pushes> = Arc::default();
     let loaded = load(
         &arguments,

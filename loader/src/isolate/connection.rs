@@ -311,7 +311,11 @@ impl Connection {
             command.env("TMPDIR", temp_dir);
         }
         command.envs(launch.program_env.iter().map(|(k, v)| (k, v)));
-        inherit_and_die_with_parent(&mut command, [socket_fd, plugin_fd], std::process::id());
+        inherit_and_die_with_parent(
+            command.as_std_mut(),
+            [socket_fd, plugin_fd],
+            std::process::id(),
+        );
         let mut child = command.spawn().map_err(|e| {
             fail(format!(
                 "cannot start {}: {e}; set {}=/path/to/{} or use in-process isolation",

@@ -22,6 +22,8 @@ pub(crate) mod idle;
 #[cfg(target_os = "linux")]
 pub(crate) mod plugin;
 #[cfg(target_os = "linux")]
+pub(crate) mod probe;
+#[cfg(target_os = "linux")]
 mod protocol;
 #[cfg(target_os = "linux")]
 mod proxy;

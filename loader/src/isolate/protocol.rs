@@ -118,6 +118,9 @@ pub(crate) enum ChildMessage {
     },
     /// The library did not load, or its factory failed; the child exits next.
     LoadFailed { kind: LoadErrorKind },
+    /// `--probe`: the library was loaded and its ABI and layout checked (no factory ran), or
+    /// why not; the child exits next.
+    Probed { error: Option<LoadErrorKind> },
     /// A partial result of a running call.
     Update { call: u64, result: AgentToolResult },
     /// A line for the host's log.

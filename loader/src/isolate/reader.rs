@@ -65,7 +65,12 @@ impl Reader {
                     let _ = sender.send(Err(kind));
                 }
                 (_, Some(_))
-                | (ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. }, None) => {
+                | (
+                    ChildMessage::Hello { .. }
+                    | ChildMessage::LoadFailed { .. }
+                    | ChildMessage::Probed { .. },
+                    None,
+                ) => {
                     self.violation("broke the handshake");
                     break;
                 }
@@ -183,7 +188,9 @@ impl Reader {
                     connection.touch();
                 }
             }
-            ChildMessage::Hello { .. } | ChildMessage::LoadFailed { .. } => {}
+            ChildMessage::Hello { .. }
+            | ChildMessage::LoadFailed { .. }
+            | ChildMessage::Probed { .. } => {}
         }
     }
 }

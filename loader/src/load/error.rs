@@ -145,6 +145,15 @@ pub enum LoadErrorKind {
         /// What went wrong, and how to fix it.
         cause: String,
     },
+    /// Loaded first in a throwaway process (the probe before loading in process), the file
+    /// took that process down or hung it: it is damaged, or its code crashes while loading.
+    /// Nothing of it was loaded in the host.
+    #[error("loading it in a throwaway process first, that process {cause}; it was not loaded here (a damaged file, or code that crashes while loading)")]
+    ProbeFailed {
+        /// How the throwaway process ended (`ended: killed by SIGSEGV`, `did not finish within
+        /// 20s`).
+        cause: String,
+    },
     /// A sandbox is required (`--require-sandbox`) and this plugin's code cannot run in one:
     /// the kernel has no Landlock, or the session runs plugins in-process.
     #[error("{}", if *in_process { messages::SANDBOX_REQUIRED_IN_PROCESS } else { messages::SANDBOX_REQUIRED_NO_LANDLOCK })]

@@ -343,12 +343,26 @@ fn init_root_module(
         tracing::debug!("layout check skipped: this plugin build passed it before (cached)");
     } else {
         let globals = CheckingGlobals::new();
-        check_layout_compatibility_with_globals(
-            plugin_layout,
-            <PluginModuleRef as StableAbi>::LAYOUT,
-            &globals,
-        )
-        .map_err(|errors| LibraryError::AbiInstability(RBoxError::from_fmt(&errors)))?;
+        // The check walks tables the plugin file carries; a damaged file can make it index out
+        // of bounds. A panic here is the file's fault, reported as such.
+        let checked = std::panic::catch_unwind(|| {
+            check_layout_compatibility_with_globals(
+                plugin_layout,
+                <PluginModuleRef as StableAbi>::LAYOUT,
+                &globals,
+            )
+        })
+        .map_err(|panic| {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            LibraryError::AbiInstability(RBoxError::from_fmt(&format_args!(
+                "the layout data the file carries is damaged: checking it failed ({message})"
+            )))
+        })?;
+        checked.map_err(|errors| LibraryError::AbiInstability(RBoxError::from_fmt(&errors)))?;
         tracing::debug!("layout checked");
         if let Some((cache, key)) = cache {
             cache.put(LAYOUT_CHECKED, key, &true);
@@ -381,6 +395,15 @@ pub fn load_library(path: &Path) -> Result<PluginLibrary, LoadError> {
 /// Load the checked file (never the path's current content) and check the ABI and version.
 /// Loading runs the library's constructors, so only call this on files you trust.
 pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
+    load_checked_probing(file, None)
+}
+
+/// [`load_checked`], with the plugin host that loads the file first named
+/// (`SessionBuilder::plugin_host`), instead of found.
+pub(crate) fn load_checked_probing(
+    file: &CheckedFile,
+    probe_host: Option<&Path>,
+) -> Result<PluginLibrary, LoadError> {
     let path = file.path();
     let error = |kind| LoadError::new(path, kind);
     let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
@@ -395,6 +418,7 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
     }
     let (source, api_version) = file.check_before_running()?;
     let layout_cache = layout_key(file, &source);
+    probe_first(file, layout_cache.as_ref(), probe_host)?;
     let outcome = match map_library(path, source, api_version, layout_cache.as_ref()) {
         Ok(library) => Ok(library),
         Err(MapFailure::Retry(error)) => return Err(error),
@@ -416,6 +440,39 @@ pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
         },
     );
     outcome
+}
+
+/// Before the first `dlopen` of `file` in this process, load it in a throwaway process
+/// ([`crate::isolate::probe`]), unless its layout check passed before in this host build (the
+/// cache entry exists only for a file that loaded: the same file object loads again here).
+/// `XCSH_LOADER_PROBE=0` turns it off (for measurements, or where no process can be started).
+#[cfg(target_os = "linux")]
+fn probe_first(
+    file: &CheckedFile,
+    layout_cache: Option<&(PrivateCache, String)>,
+    probe_host: Option<&Path>,
+) -> Result<(), LoadError> {
+    let loaded_before = layout_cache
+        .is_some_and(|(cache, key)| cache.get::<bool>(LAYOUT_CHECKED, key) == Some(true));
+    let turned_off = std::env::var_os("XCSH_LOADER_PROBE").is_some_and(|v| v == "0");
+    if loaded_before || turned_off {
+        return Ok(());
+    }
+    let descriptor = descriptor_for_child(file)?;
+    match crate::isolate::probe::probe(file.path(), &descriptor, probe_host) {
+        Ok(()) | Err(None) => Ok(()),
+        Err(Some(error)) => Err(error),
+    }
+}
+
+/// No plugin processes here (yet): the file is loaded without a probe.
+#[cfg(not(target_os = "linux"))]
+fn probe_first(
+    _file: &CheckedFile,
+    _layout_cache: Option<&(PrivateCache, String)>,
+    _probe_host: Option<&Path>,
+) -> Result<(), LoadError> {
+    Ok(())
 }
 
 /// Why [`map_library`] failed: `Retry` when nothing was mapped (a later attempt may succeed),

@@ -13,7 +13,11 @@
 //! runs any of its code. For ELF only the dynamic symbol table is read (a plugin exports a
 //! handful of symbols), never the full symbol table.
 
-use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
+use object::read::elf::{Dyn, FileHeader, ProgramHeader, SectionHeader, Sym};
+
+/// `DT_RELR` and its size (glibc 2.36's packed relative relocations; not in `object`).
+const DT_RELR: u32 = 36;
+const DT_RELRSZ: u32 = 35;
 use object::{
     elf, Endianness, FileKind, Object, ObjectSection, ObjectSegment, ObjectSymbol, ReadRef,
 };
@@ -231,7 +235,8 @@ where
         };
         return Err(not_a_shared_library(kind));
     }
-    for segment in header.program_headers(endian, data)? {
+    let segments = header.program_headers(endian, data)?;
+    for segment in segments {
         let (offset, size) = (
             segment.p_offset(endian).into(),
             segment.p_filesz(endian).into(),
@@ -240,6 +245,8 @@ where
             return Err(problem);
         }
     }
+    check_elf_layout::<H, R>(segments, endian, data)
+        .map_err(|message| Problem::Other(format!("damaged: {message}")))?;
     for section in header.section_headers(endian, data)? {
         if section.sh_type(endian) == elf::SHT_NOBITS {
             continue;
@@ -260,6 +267,153 @@ where
                 );
             return Err(outside(&format!("section {name}"), offset, size, len)
                 .unwrap_or_else(|| Problem::Other("truncated".to_owned())));
+        }
+    }
+    Ok(())
+}
+
+/// What the dynamic loader will trust in an ELF library's program headers, checked: the
+/// loadable segments are sound (a file part no larger than the memory part, alignments that
+/// agree, in ascending order without overlap), the dynamic section and the other parts the
+/// loader reads in memory (notes, TLS image, RELRO, the headers themselves) lie inside
+/// loadable segments, and so does every table the dynamic section points at (symbols,
+/// strings, hashes, relocations, initialisers), with its size. A file that passes can still be
+/// damaged where nothing here looks; the probe (`isolate::probe`) catches the rest.
+fn check_elf_layout<'data, H, R>(
+    segments: &'data [H::ProgramHeader],
+    endian: Endianness,
+    data: R,
+) -> Result<(), String>
+where
+    H: FileHeader<Endian = Endianness>,
+    R: ReadRef<'data>,
+{
+    let mut loads: Vec<(u64, u64)> = Vec::new();
+    for segment in segments {
+        if segment.p_type(endian) != elf::PT_LOAD {
+            continue;
+        }
+        let vaddr: u64 = segment.p_vaddr(endian).into();
+        let memsz: u64 = segment.p_memsz(endian).into();
+        let filesz: u64 = segment.p_filesz(endian).into();
+        let offset: u64 = segment.p_offset(endian).into();
+        let align: u64 = segment.p_align(endian).into();
+        if filesz > memsz {
+            return Err(format!(
+                "a loadable segment at {vaddr:#x} holds {filesz} bytes of the file in {memsz} bytes of memory"
+            ));
+        }
+        if align > 1
+            && (!align.is_power_of_two() || !vaddr.wrapping_sub(offset).is_multiple_of(align))
+        {
+            return Err(format!(
+                "a loadable segment at {vaddr:#x} has an alignment ({align:#x}) its address and offset do not agree with"
+            ));
+        }
+        let end = vaddr.checked_add(memsz).ok_or_else(|| {
+            format!("a loadable segment at {vaddr:#x} ends past the address space")
+        })?;
+        if loads
+            .last()
+            .is_some_and(|&(_, previous_end)| vaddr < previous_end)
+        {
+            return Err(format!(
+                "the loadable segment at {vaddr:#x} overlaps or precedes the one before it"
+            ));
+        }
+        loads.push((vaddr, end));
+    }
+    if loads.is_empty() {
+        return Err("no loadable segment".to_owned());
+    }
+    let mapped = |start: u64, size: u64| {
+        start.checked_add(size).is_some_and(|end| {
+            loads
+                .iter()
+                .any(|&(load_start, load_end)| start >= load_start && end <= load_end)
+        })
+    };
+    let mut dynamic = None;
+    for segment in segments {
+        let kind = segment.p_type(endian);
+        let what = match kind {
+            elf::PT_DYNAMIC => "the dynamic section",
+            elf::PT_NOTE => "a note",
+            elf::PT_TLS => "the thread-local data",
+            elf::PT_GNU_RELRO => "the read-only-after-relocation part",
+            elf::PT_GNU_EH_FRAME => "the unwinding table",
+            elf::PT_PHDR => "the program headers",
+            elf::PT_GNU_PROPERTY => "the property note",
+            _ => continue,
+        };
+        let vaddr: u64 = segment.p_vaddr(endian).into();
+        let size: u64 = if kind == elf::PT_GNU_RELRO {
+            segment.p_memsz(endian).into()
+        } else {
+            segment.p_filesz(endian).into()
+        };
+        if !mapped(vaddr, size) {
+            return Err(format!(
+                "{what} ({size} bytes at {vaddr:#x}) lies outside every loadable segment"
+            ));
+        }
+        if kind == elf::PT_DYNAMIC {
+            if dynamic.is_some() {
+                return Err("more than one dynamic section".to_owned());
+            }
+            dynamic = Some(segment);
+        }
+    }
+    let Some(dynamic) = dynamic else {
+        return Err("no dynamic section".to_owned());
+    };
+    let entries = dynamic
+        .dynamic(endian, data)
+        .map_err(|e| format!("the dynamic section cannot be read ({e})"))?
+        .unwrap_or_default();
+    let value = |tag: u32| {
+        entries
+            .iter()
+            .find(|entry| entry.d_tag(endian).into() == u64::from(tag))
+            .map(|entry| entry.d_val(endian).into())
+    };
+    // Each table the loader reads, and the entry giving its size (0: the loader reads at
+    // least its first bytes).
+    let tables: &[(u32, u32, &str)] = &[
+        (elf::DT_STRTAB, elf::DT_STRSZ, "string table"),
+        (elf::DT_SYMTAB, 0, "symbol table"),
+        (elf::DT_HASH, 0, "hash table"),
+        (elf::DT_GNU_HASH, 0, "GNU hash table"),
+        (elf::DT_RELA, elf::DT_RELASZ, "relocation table"),
+        (elf::DT_REL, elf::DT_RELSZ, "relocation table"),
+        (elf::DT_JMPREL, elf::DT_PLTRELSZ, "PLT relocation table"),
+        (DT_RELR, DT_RELRSZ, "relative relocation table"),
+        (
+            elf::DT_INIT_ARRAY,
+            elf::DT_INIT_ARRAYSZ,
+            "initialiser array",
+        ),
+        (elf::DT_FINI_ARRAY, elf::DT_FINI_ARRAYSZ, "finaliser array"),
+        (elf::DT_INIT, 0, "initialiser"),
+        (elf::DT_FINI, 0, "finaliser"),
+        (elf::DT_VERSYM, 0, "symbol versions"),
+        (elf::DT_VERDEF, 0, "version definitions"),
+        (elf::DT_VERNEED, 0, "version needs"),
+        (elf::DT_PLTGOT, 0, "global offset table"),
+    ];
+    for &(tag, size_tag, what) in tables {
+        let Some(address) = value(tag) else {
+            continue;
+        };
+        let size = if size_tag == 0 {
+            1
+        } else {
+            value(size_tag).unwrap_or(0)
+        };
+        if !mapped(address, size) {
+            return Err(format!(
+                "the dynamic section's {what} ({size} bytes at {address:#x}) lies outside every loadable segment"
+            ));
         }
     }
     Ok(())
@@ -316,6 +470,37 @@ mod tests {
         bytes.extend_from_slice(&[0; 72 - 24]);
         assert_eq!(bytes.len(), 32 + 72);
         assert_eq!(check_library(bytes.as_slice()), Ok(()));
+    }
+
+    /// The layout checks call no real library damaged: every shared library of the system's.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_systems_own_libraries_pass_the_layout_checks() {
+        let mut checked = 0;
+        for dir in [
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib/aarch64-linux-gnu",
+            "/lib64",
+            "/usr/lib64",
+        ] {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if !name.contains(".so") || !entry.path().is_file() {
+                    continue;
+                }
+                let Ok(bytes) = std::fs::read(entry.path()) else {
+                    continue;
+                };
+                if let Err(message) = check_library(bytes.as_slice()) {
+                    assert!(!message.contains("damaged"), "{name}: {message}");
+                }
+                checked += 1;
+            }
+        }
+        eprintln!("{checked} system libraries checked");
     }
 
     #[test]

@@ -415,6 +415,7 @@ impl SessionBuilder {
             self.inline_calls,
         );
         loader.plugin_log = self.plugin_log.clone();
+        loader.plugin_host = self.plugin_host.clone();
         let isolation = self.isolation.effective();
         if isolation != self.isolation {
             tracing::warn!(
@@ -553,6 +554,9 @@ pub(super) struct Loader {
     /// Where in-process plugins' tool definitions are cached, so their factories run at their
     /// first call (`None`: each factory runs at build; see [`SessionBuilder::definitions_cache`]).
     pub(super) in_process_definitions: Option<InProcessDefinitions>,
+    /// The plugin host that loads a file first, before it is opened in this process
+    /// ([`SessionBuilder::plugin_host`]; found as for process isolation when `None`).
+    pub(super) plugin_host: Option<PathBuf>,
 }
 
 impl Loader {
@@ -569,6 +573,7 @@ impl Loader {
             inline_calls,
             plugin_log: None,
             in_process_definitions: None,
+            plugin_host: None,
         }
     }
 

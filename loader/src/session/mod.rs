@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::isolate::Isolation;
 use crate::load::discovery::Candidate;
-use crate::load::load_checked;
+use crate::load::open::load_checked_probing;
 use crate::load::LoadError;
 use crate::plugin_abi::{plugin_tools, store_sink, Services};
 use crate::resolve::steering::{
@@ -149,7 +149,10 @@ impl Session {
     fn load_plugin(&mut self, candidate: &Candidate, loader: &mut Loader) {
         let tools = loader
             .check(candidate, &mut self.load_errors)
-            .and_then(|file| Ok((load_checked(&file)?, file)))
+            .and_then(|file| {
+                let library = load_checked_probing(&file, loader.plugin_host.as_deref())?;
+                Ok((library, file))
+            })
             .and_then(|(library, file)| {
                 self.plugins
                     .get_mut()

@@ -13,7 +13,7 @@ use rustix::process::Signal;
 /// when its parent dies, it exits at once if its parent is already no longer `parent` (it
 /// died before the death signal was armed).
 pub(crate) fn inherit_and_die_with_parent(
-    command: &mut tokio::process::Command,
+    command: &mut std::process::Command,
     inherit: [RawFd; 2],
     parent: u32,
 ) {
@@ -42,7 +42,7 @@ pub(crate) fn inherit_and_die_with_parent(
     // returned from `pre_exec` is only reported, and glibc's malloc is fork-safe for the
     // forking thread's own use. No state shared with the parent is touched.
     unsafe {
-        command.pre_exec(hook);
+        std::os::unix::process::CommandExt::pre_exec(command, hook);
     }
 }
 

@@ -1,0 +1,167 @@
+//! A library is first opened where its crash hurts nobody: before a host `dlopen`s a plugin
+//! file in its own process for the first time, a throwaway `xcsh-plugin-host --probe` loads
+//! it and runs the ABI and layout checks (which read data the file carries), under the same
+//! sandbox as a plugin process, and reports. A file that crashes, hangs or fails there is a
+//! load error naming it and the cause; the host never maps it.
+//!
+//! Why: `dlopen` trusts the file. A header byte changed by a cut download or a bad disk can
+//! make glibc's loader fault (or assert and `_exit`) inside the host, and abi_stable's layout
+//! check indexes the plugin's own layout tables, which a damaged file can make it panic on.
+//! The checks before `dlopen` (`load::preflight`) catch what they can name; this catches the
+//! rest, whatever it is.
+//!
+//! The verdict is not remembered here: a file that passed is loaded, and its successful
+//! layout check is cached on the file's identity as before (`load::open`), which is what a
+//! warm start reads to skip both the probe and the check. A changed file has another
+//! identity, so it is probed again. The library's constructors run twice, once in the probe.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::protocol::{ChildMessage, FrameReader, PROTOCOL_VERSION};
+use crate::load::{LoadError, LoadErrorKind};
+use crate::sys::sandbox::SandboxPolicy;
+
+/// How long a probe may take: loading and checking a library takes milliseconds.
+pub(crate) const PROBE_LIMIT: Duration = Duration::from_secs(20);
+
+/// How long a probe that answered (or whose plugin process ended) may take to exit.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// Load `path` (its checked content, `descriptor`) in a throwaway sandboxed process run by
+/// `host` (found as for process isolation when `None`). `Ok` when it loaded and passed the
+/// ABI and layout checks there; `Err(None)` when no probe could run (no `xcsh-plugin-host`
+/// to start): the file is then loaded without one, with a warning; `Err(Some(error))` when
+/// the file failed.
+pub(crate) fn probe(
+    path: &Path,
+    descriptor: &std::fs::File,
+    host: Option<&Path>,
+) -> Result<(), Option<LoadError>> {
+    let host = match super::find_plugin_host(host.map(Path::to_path_buf).as_ref()) {
+        Ok(host) => host,
+        Err(why) => {
+            tracing::warn!(
+                "{} is loaded without a probe first, so a damaged file could crash this process: {why}",
+                path.display()
+            );
+            return Err(None);
+        }
+    };
+    run(path, descriptor, &host)
+}
+
+fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Option<LoadError>> {
+    use std::os::fd::AsRawFd;
+    let fail = |cause: String| Some(LoadError::new(path, LoadErrorKind::ProbeFailed { cause }));
+    let not_started = |cause: String| {
+        tracing::warn!(
+            "{} is loaded without a probe first, so a damaged file could crash this process: cannot start {}: {cause}",
+            path.display(),
+            host.display()
+        );
+        None
+    };
+    let scratch = tempfile::Builder::new()
+        .prefix("xcsh-probe-")
+        .tempdir()
+        .map_err(|e| not_started(e.to_string()))?;
+    let policy = SandboxPolicy {
+        writable: vec![scratch.path().to_owned()],
+        readable: path
+            .parent()
+            .map(Path::to_path_buf)
+            .into_iter()
+            .chain([host.to_owned()])
+            .collect(),
+        deny_network: true,
+        memory_limit: Some(crate::sys::sandbox::DEFAULT_MEMORY_LIMIT),
+        max_open_files: Some(crate::sys::sandbox::DEFAULT_MAX_OPEN_FILES),
+        ..SandboxPolicy::default()
+    };
+    let (ours, theirs) =
+        std::os::unix::net::UnixStream::pair().map_err(|e| not_started(e.to_string()))?;
+    ours.set_read_timeout(Some(PROBE_LIMIT))
+        .map_err(|e| not_started(e.to_string()))?;
+    let policy_json = serde_json::to_string(&policy).map_err(|e| not_started(e.to_string()))?;
+    let mut command = Command::new(host);
+    command
+        .env_clear()
+        .envs(policy.environment())
+        .env("TMPDIR", scratch.path())
+        .env("XCSH_PLUGIN_HOST_PARENT", std::process::id().to_string())
+        .arg("--protocol")
+        .arg(PROTOCOL_VERSION.to_string())
+        .arg("--socket")
+        .arg(theirs.as_raw_fd().to_string())
+        .arg("--plugin-fd")
+        .arg(descriptor.as_raw_fd().to_string())
+        .arg("--path")
+        .arg(path)
+        .arg("--cwd")
+        .arg(scratch.path())
+        .arg("--sandbox")
+        .arg(policy_json)
+        .arg("--probe")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    crate::sys::spawn::inherit_and_die_with_parent(
+        &mut command,
+        [theirs.as_raw_fd(), descriptor.as_raw_fd()],
+        std::process::id(),
+    );
+    let started = Instant::now();
+    let mut child = command.spawn().map_err(|e| not_started(e.to_string()))?;
+    drop(theirs);
+    let stderr = child.stderr.take();
+    let reading = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut stderr) = stderr {
+            let _ = stderr.read_to_string(&mut text);
+        }
+        text
+    });
+    let verdict = FrameReader::new(ours).next::<ChildMessage>();
+    // The child exits right after its verdict, or, when its plugin process crashed, as soon
+    // as it has passed on how; one still there after that is killed.
+    let ended_by = Instant::now() + EXIT_GRACE;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() > ended_by || started.elapsed() > PROBE_LIMIT => {
+                let _ = child.kill();
+                break child.wait().ok();
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+            Err(_) => break None,
+        }
+    };
+    let printed = reading.join().unwrap_or_default();
+    match verdict {
+        Ok(ChildMessage::Probed { error: None }) => Ok(()),
+        Ok(ChildMessage::Probed { error: Some(kind) }) => Err(Some(LoadError::new(path, kind))),
+        // The sandbox could not be set up, or the plugin host is another build.
+        Ok(ChildMessage::LoadFailed { kind }) => Err(Some(LoadError::new(path, kind))),
+        Ok(_) => Err(fail("answered out of turn".to_owned())),
+        Err(_) if started.elapsed() >= PROBE_LIMIT => Err(fail(format!(
+            "did not finish within {}s",
+            PROBE_LIMIT.as_secs()
+        ))),
+        Err(_) => {
+            let how = status.map_or_else(|| "ended".to_owned(), crate::sys::spawn::describe_exit);
+            // Its last words (a panic's message, the dynamic loader's assertion), not a note
+            // about backtraces.
+            let said = printed
+                .lines()
+                .map(str::trim)
+                .rev()
+                .find(|line| !line.is_empty() && !line.starts_with("note:"))
+                .map(|line| format!(" ({line})"))
+                .unwrap_or_default();
+            Err(fail(format!("ended: {how}{said}")))
+        }
+    }
+}
