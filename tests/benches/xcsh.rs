@@ -642,7 +642,14 @@ fn load_in_child(kind: &str, dir: &Path, cwd: &Path, cache: &Path) -> load::Load
     } else {
         cache
     };
+    // `…_noprobe`: the same, without loading each file in a throwaway process first (issue 45's
+    // probe), for the before/after in one run.
+    let (kind, probe) = match kind.strip_suffix("_noprobe") {
+        Some(kind) => (kind, "0"),
+        None => (kind, "1"),
+    };
     let output = Command::new(std::env::current_exe().unwrap())
+        .env("XCSH_LOADER_PROBE", probe)
         .env(CHILD_ENV, kind)
         .env(CHILD_DIR_ENV, dir)
         .env(CHILD_CWD_ENV, cwd)
@@ -686,7 +693,13 @@ fn bench_load(bench: &mut Bench) {
         .warm_up_time(Duration::from_millis(1))
         .measurement_time(Duration::from_millis(1));
     for (n, dir) in &dirs {
-        for kind in ["loader_cold", "loader_warm", "raw"] {
+        for kind in [
+            "loader_cold",
+            "loader_cold_noprobe",
+            "loader_warm",
+            "loader_warm_noprobe",
+            "raw",
+        ] {
             group.bench_function(format!("{kind}_n{n}"), |b| {
                 b.iter_custom(|iters| {
                     (0..iters)
@@ -723,6 +736,37 @@ fn bench_load(bench: &mut Bench) {
             }
             bench.rows.push(row);
         }
+        // Issue 45: the probe before the first in-process dlopen, against the same loads
+        // without it, in the same run.
+        let with = |kind: &str| bench.median("load", &format!("{kind}_n{n}"));
+        let (cold, cold_before) = (with("loader_cold"), with("loader_cold_noprobe"));
+        let (warm, warm_before) = (with("loader_warm"), with("loader_warm_noprobe"));
+        bench.rows.push(
+            Row::new(
+                "load",
+                format!("N = {n}, cache cold: the probe's extra cost per plugin (a throwaway process loads each file first)"),
+                time(per(cold.saturating_sub(cold_before))),
+            )
+            .baseline(format!(
+                "cold load per plugin {} with the probe, {} without",
+                time(per(cold)),
+                time(per(cold_before))
+            )),
+        );
+        let r = warm.as_secs_f64() / warm_before.as_secs_f64();
+        let mut row = Row::new(
+            "load",
+            format!(
+                "N = {n}, cache warm: per plugin with the probe (skipped: the file loaded before)"
+            ),
+            time(per(warm)),
+        )
+        .baseline(format!("without the probe: {}", time(per(warm_before))))
+        .ratio("with/without", r);
+        if n >= 50 {
+            row = row.target("≤ 1.05 (no more than before)", r <= 1.05);
+        }
+        bench.rows.push(row);
     }
     let per_plugin = |kind: &str, field: fn(&load::LoadSample) -> f64| {
         let mut values: Vec<f64> = samples
