@@ -88,3 +88,18 @@ pub use tool::{
     ToolSpec, UpdateSink,
 };
 pub use xcsh_plugin_api::{AgentToolResult, Content, PluginError};
+
+/// The checks a plugin file's bytes go through before anything loads it, for the fuzz target
+/// (`loader/fuzz`). Not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Run every check made on a file's bytes before loading (what it was built for, the
+    /// header and layout checks, the version marker, the build-id), discarding the answers.
+    pub fn check_file_bytes(bytes: &[u8]) {
+        let _ = crate::load::platform::check_platform(bytes);
+        if crate::load::preflight::check_library(bytes).is_ok() {
+            let _ = crate::load::preflight::read_api_marker(bytes);
+        }
+        let _ = crate::load::preflight::build_id(bytes);
+    }
+}

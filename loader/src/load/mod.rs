@@ -22,7 +22,7 @@ mod error;
 pub mod open;
 pub mod platform;
 pub mod plugin_folder;
-mod preflight;
+pub(crate) mod preflight;
 pub(crate) mod safety;
 pub mod trust;
 
