@@ -247,6 +247,7 @@ fn serve(
         }
     };
     if arguments.probe {
+        outgoing.send(&ChildMessage::Probing);
         // What loading in process runs: the library's constructors, the checks, and its
         // factory (whose own errors are the host's to report: only a crash is the verdict).
         let outcome = load_inherited(&arguments.path, File::from(plugin)).map(|library| {

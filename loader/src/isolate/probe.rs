@@ -124,7 +124,13 @@ fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Optio
         }
         text
     });
-    let verdict = FrameReader::new(ours).next::<ChildMessage>();
+    let mut reader = FrameReader::new(ours);
+    let started_probing = matches!(reader.next::<ChildMessage>(), Ok(ChildMessage::Probing));
+    let verdict = if started_probing {
+        reader.next::<ChildMessage>()
+    } else {
+        Ok(ChildMessage::Probing)
+    };
     // The child exits right after its verdict, or, when its plugin process crashed, as soon
     // as it has passed on how; one still there after that is killed.
     let ended_by = Instant::now() + EXIT_GRACE;
@@ -141,6 +147,18 @@ fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Optio
     };
     let printed = reading.join().unwrap_or_default();
     match verdict {
+        // It never got to the library: not a plugin host that runs here (another build or
+        // architecture), or no sandbox could be set up. Loaded without a probe, as with none.
+        _ if !started_probing => {
+            let how = status.map_or_else(|| "ended".to_owned(), crate::sys::spawn::describe_exit);
+            tracing::warn!(
+                "{} is loaded without a probe first, so a damaged file could crash this process: {} {how} before it loaded anything{}",
+                path.display(),
+                host.display(),
+                last_words(&printed).map(|line| format!(" ({line})")).unwrap_or_default()
+            );
+            Err(None)
+        }
         Ok(ChildMessage::Probed { error: None }) => Ok(()),
         Ok(ChildMessage::Probed { error: Some(kind) }) => Err(Some(LoadError::new(path, kind))),
         // The sandbox could not be set up, or the plugin host is another build.
@@ -154,14 +172,20 @@ fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Optio
             let how = status.map_or_else(|| "ended".to_owned(), crate::sys::spawn::describe_exit);
             // Its last words (a panic's message, the dynamic loader's assertion), not a note
             // about backtraces.
-            let said = printed
-                .lines()
-                .map(str::trim)
-                .rev()
-                .find(|line| !line.is_empty() && !line.starts_with("note:"))
+            let said = last_words(&printed)
                 .map(|line| format!(" ({line})"))
                 .unwrap_or_default();
             Err(fail(format!("ended: {how}{said}")))
         }
     }
+}
+
+/// A process's last words on stderr (a panic's message, the dynamic loader's assertion), not
+/// a note about backtraces.
+fn last_words(printed: &str) -> Option<&str> {
+    printed
+        .lines()
+        .map(str::trim)
+        .rev()
+        .find(|line| !line.is_empty() && !line.starts_with("note:"))
 }

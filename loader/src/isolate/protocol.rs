@@ -118,7 +118,10 @@ pub(crate) enum ChildMessage {
     },
     /// The library did not load, or its factory failed; the child exits next.
     LoadFailed { kind: LoadErrorKind },
-    /// `--probe`: the library was loaded and its ABI and layout checked (no factory ran), or
+    /// `--probe`: the child runs and its sandbox is set up; it loads the library next (so a
+    /// child that ends before saying this never got to the library).
+    Probing,
+    /// `--probe`: the library was loaded, its ABI and layout checked and its factory run, or
     /// why not; the child exits next.
     Probed { error: Option<LoadErrorKind> },
     /// A partial result of a running call.

@@ -68,6 +68,7 @@ impl Reader {
                 | (
                     ChildMessage::Hello { .. }
                     | ChildMessage::LoadFailed { .. }
+                    | ChildMessage::Probing
                     | ChildMessage::Probed { .. },
                     None,
                 ) => {
@@ -190,6 +191,7 @@ impl Reader {
             }
             ChildMessage::Hello { .. }
             | ChildMessage::LoadFailed { .. }
+            | ChildMessage::Probing
             | ChildMessage::Probed { .. } => {}
         }
     }
