@@ -257,7 +257,9 @@ fn the_home_and_the_shared_temporary_directory_are_unreadable_unless_named() {
         "{shown}"
     );
     assert!(
-        shown.contains("  environment: PATH, HOME, USER, LANG, LC_*, TERM, TZ, TMPDIR (private)"),
+        shown.contains(
+            "  environment: PATH, USER, LANG, LC_*, TERM, TZ, TMPDIR (private), HOME, XDG_CONFIG_HOME"
+        ),
         "{shown}"
     );
     assert!(shown.contains("  reads: /usr"), "{shown}");
