@@ -165,6 +165,9 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let mut server = McpServer::new(session);
+    if let Some(logs) = &logs {
+        logs.discard_earlier();
+    }
     server.plugin_logs = logs.clone();
     tracing::info!(tools = server.listing().tools.len(), "serving MCP");
     let in_flight = Arc::clone(&server.in_flight);

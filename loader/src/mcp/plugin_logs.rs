@@ -4,7 +4,8 @@
 //! Each line also goes where it went without a client: the host's `tracing` (target
 //! `xcsh_plugin`, on stderr when `XCSH_LOG` asks for it).
 //!
-//! Lines logged before the client initialised (while plugins load) go to stderr only. A call's
+//! Lines logged before the MCP handshake began (while plugins load) go to stderr only; later
+//! ones wait for the handshake's end and then go out in order. A call's
 //! result goes out after what its plugin logged during the call ([`PluginLogs::flush`]).
 
 use std::path::Path;
@@ -74,8 +75,23 @@ impl PluginLogs {
         })
     }
 
-    /// Forward lines to `peer` from now on (the client is initialised); lines logged before
-    /// are dropped (they went to `tracing`). Returns the forwarding task.
+    /// Drop the lines logged so far (while the plugins loaded, before any client: they went
+    /// to `tracing`). Called before the handshake, so that nothing a call logs is dropped:
+    /// a client's first call may run before [`PluginLogs::start`] does.
+    pub(super) fn discard_earlier(&self) {
+        let mut receiver = self.receiver.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(receiver) = receiver.as_mut() else {
+            return;
+        };
+        while let Ok(item) = receiver.try_recv() {
+            if let Item::Flush(done) = item {
+                let _ = done.send(());
+            }
+        }
+    }
+
+    /// Forward lines to `peer` from now on (the client is initialised), with those logged
+    /// since [`PluginLogs::discard_earlier`]. Returns the forwarding task.
     pub(super) fn start(
         &self,
         peer: Peer<RoleServer>,
@@ -86,11 +102,6 @@ impl PluginLogs {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()?;
-        while let Ok(item) = receiver.try_recv() {
-            if let Item::Flush(done) = item {
-                let _ = done.send(());
-            }
-        }
         Some(tokio::spawn(async move {
             while let Some(item) = receiver.recv().await {
                 match item {
