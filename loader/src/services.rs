@@ -133,7 +133,7 @@ impl SessionServices {
     }
 
     /// The same services, for a plugin whose sandbox lets it write only under `writable`.
-    #[cfg(target_os = "linux")]
+    #[cfg(plugin_processes)]
     pub(crate) fn confined_to(mut self, writable: Option<Arc<[std::path::PathBuf]>>) -> Self {
         self.writable = writable;
         self

@@ -2,13 +2,13 @@
 //! plugin library, with the checked library and a socket as inherited descriptors; see
 //! `xcsh_loader::isolate`. Not meant to be run by hand.
 
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 fn main() -> std::process::ExitCode {
     xcsh_loader::isolate::child_main()
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(plugin_processes))]
 fn main() -> std::process::ExitCode {
-    eprintln!("xcsh-plugin-host: process isolation is only available on Linux");
+    eprintln!("xcsh-plugin-host: process isolation is only available on Linux and macOS");
     std::process::ExitCode::from(2)
 }

@@ -109,14 +109,19 @@ pub fn child_main() -> ExitCode {
     let parent = std::env::var("XCSH_PLUGIN_HOST_PARENT")
         .ok()
         .and_then(|pid| pid.parse::<u32>().ok());
-    if parent.is_none_or(|parent| !parent_is(parent)) || die_with_parent().is_err() {
+    if parent.is_none_or(|parent| !parent_is(parent) || die_with_parent(parent).is_err()) {
         eprintln!("xcsh-plugin-host: the process that started this one is gone");
         return ExitCode::from(2);
     }
     // Still the only thread of this process: it moves into a PID namespace of its own (so
     // that nothing it starts outlives it; see `sys::contain`), then what Landlock confines
     // now covers every later thread, the plugin's included.
+    #[cfg(target_os = "linux")]
     let programs_contained = crate::sys::contain::contain_programs();
+    // No PID namespaces: what the plugin starts may outlive it, and `list` says so; the host
+    // still ends this process's group when it reaps it.
+    #[cfg(not(target_os = "linux"))]
+    let programs_contained = false;
     let confinement = arguments.sandbox.as_ref().map(|policy| {
         confine(policy).map(|mut confinement| {
             confinement.programs_contained = programs_contained;

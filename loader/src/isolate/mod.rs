@@ -13,27 +13,27 @@
 //!
 //! The contract, with its exact strings, is in `docs/isolation.md`.
 
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 mod child;
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 mod connection;
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 pub(crate) mod idle;
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 pub(crate) mod plugin;
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 pub(crate) mod probe;
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 mod protocol;
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 mod proxy;
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 mod reader;
 
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 use std::path::PathBuf;
 
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 pub use child::child_main;
 
 /// The environment variable naming the `xcsh-plugin-host` executable.
@@ -46,18 +46,18 @@ pub const PLUGIN_HOST_BIN: &str = "xcsh-plugin-host";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Isolation {
     /// Each plugin library in a child process of its own, which the host can kill. The
-    /// default where it is available (Linux).
-    #[cfg_attr(target_os = "linux", default)]
+    /// default where it is available (Linux, macOS).
+    #[cfg_attr(plugin_processes, default)]
     Process,
     /// In the host's own process (the only mode elsewhere): panics are contained, but not an
     /// `exit`, an `abort` or a segfault. For an embedder who trusts its plugins.
-    #[cfg_attr(not(target_os = "linux"), default)]
+    #[cfg_attr(not(plugin_processes), default)]
     InProcess,
 }
 
 impl Isolation {
     /// Whether this platform can run plugins in processes of their own.
-    pub const PROCESS_AVAILABLE: bool = cfg!(target_os = "linux");
+    pub const PROCESS_AVAILABLE: bool = cfg!(plugin_processes);
 
     /// The mode a session really uses when `self` is asked for: `Process` falls back to
     /// `InProcess` where process isolation is not available.
@@ -100,7 +100,7 @@ impl std::str::FromStr for Isolation {
 /// Find `xcsh-plugin-host`: `explicit` (a builder setting), then `$XCSH_PLUGIN_HOST`, then
 /// next to the running executable (and one directory up, where cargo puts test binaries'
 /// siblings). The error says how to provide it.
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 pub(crate) fn find_plugin_host(explicit: Option<&PathBuf>) -> Result<PathBuf, String> {
     if let Some(path) = explicit {
         return Ok(path.clone());
@@ -135,20 +135,20 @@ mod tests {
         assert!("sideways".parse::<Isolation>().is_err());
         assert_eq!(Isolation::InProcess.to_string(), "in-process");
         assert_eq!(Isolation::InProcess.effective(), Isolation::InProcess);
-        #[cfg(target_os = "linux")]
+        #[cfg(plugin_processes)]
         assert_eq!(Isolation::default(), Isolation::Process);
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(plugin_processes))]
         assert_eq!(Isolation::Process.effective(), Isolation::InProcess);
     }
 
-    #[cfg(target_os = "linux")]
+    #[cfg(plugin_processes)]
     #[test]
     fn an_explicit_plugin_host_wins_and_a_missing_one_says_how_to_provide_it() {
         let explicit = PathBuf::from("/opt/xcsh/xcsh-plugin-host");
         assert_eq!(find_plugin_host(Some(&explicit)), Ok(explicit));
     }
 
-    #[cfg(target_os = "linux")]
+    #[cfg(plugin_processes)]
     #[test]
     fn exits_are_described_by_signal_name_or_status() {
         use std::os::unix::process::ExitStatusExt;

@@ -446,7 +446,7 @@ pub(crate) fn load_checked_probing(
 /// ([`crate::isolate::probe`]), unless its layout check passed before in this host build (the
 /// cache entry exists only for a file that loaded: the same file object loads again here).
 /// `XCSH_LOADER_PROBE=0` turns it off (for measurements, or where no process can be started).
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 fn probe_first(
     file: &CheckedFile,
     layout_cache: Option<&(PrivateCache, String)>,
@@ -466,7 +466,7 @@ fn probe_first(
 }
 
 /// No plugin processes here (yet): the file is loaded without a probe.
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(plugin_processes))]
 fn probe_first(
     _file: &CheckedFile,
     _layout_cache: Option<&(PrivateCache, String)>,
@@ -514,7 +514,7 @@ fn map_library(
 /// In a plugin child (`xcsh-plugin-host`): load the checked content the parent handed over as
 /// the inherited descriptor `file` (the checked file itself, or a sealed memfd of the pinned
 /// bytes). `path` is the original file, for messages.
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 pub(crate) fn load_inherited(path: &Path, file: File) -> Result<PluginLibrary, LoadError> {
     let api_version = check_before_running(path, &object::ReadCache::new(&file))?;
     // No layout cache here: the sandboxed child cannot write the user's cache, and its
@@ -531,7 +531,7 @@ pub(crate) fn load_inherited(path: &Path, file: File) -> Result<PluginLibrary, L
 /// file, hashed). Unlike in-process loading, a path whose content changed may be handed to a
 /// new child: each version runs in a process of its own (this is how a session reloads a
 /// rebuilt plugin), so two versions never share an address space.
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 pub(crate) fn descriptor_for_child(file: &CheckedFile) -> Result<File, LoadError> {
     let path = file.path();
     let error = |kind| LoadError::new(path, kind);
@@ -555,7 +555,7 @@ pub(crate) fn descriptor_for_child(file: &CheckedFile) -> Result<File, LoadError
 
 /// After a child loaded `file`'s descriptor: whether what it mapped is what was checked (a
 /// pinned file's sealed copy cannot change; an opened file must not have been written).
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 pub(crate) fn still_as_checked(file: &CheckedFile) -> bool {
     matches!(file.pinned.get(), Some(Ok(_))) || file.unchanged()
 }

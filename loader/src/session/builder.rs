@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 use crate::isolate::find_plugin_host;
 use crate::isolate::Isolation;
 use crate::load::discovery::{Candidate, CandidateSource, Discovery};
@@ -20,9 +20,9 @@ use crate::store::{PendingActionSink, PendingActionStore};
 use crate::sys::sandbox::{SandboxPolicy, DEFAULT_MAX_OPEN_FILES, DEFAULT_MEMORY_LIMIT};
 use crate::tool::Tool;
 
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 use super::definitions::DefinitionsCache;
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 use super::isolated::ProcessSettings;
 use super::reload::Watch;
 use super::Session;
@@ -44,7 +44,7 @@ pub struct SessionBuilder {
     default_timeout: Option<Duration>,
     after_check: Option<AfterCheckHook>,
     isolation: Isolation,
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    #[cfg_attr(not(plugin_processes), allow(dead_code))]
     plugin_host: Option<PathBuf>,
     inline_calls: bool,
     /// The plugin processes' sandbox, except their writable directories, which are the
@@ -56,7 +56,7 @@ pub struct SessionBuilder {
     /// Register isolated plugins from the definitions cache when it has them.
     definitions_cache: bool,
     /// When idle plugin processes are stopped.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    #[cfg_attr(not(plugin_processes), allow(dead_code))]
     idle: super::idle::IdlePolicy,
     /// What the host offers plugins' calls: a user, a model (none by default).
     services: crate::services::SessionServices,
@@ -255,7 +255,7 @@ impl SessionBuilder {
         self
     }
 
-    /// Where plugin code runs (default: [`Isolation::Process`] on Linux, where it is
+    /// Where plugin code runs (default: [`Isolation::Process`] on Linux and macOS, where it is
     /// available; elsewhere a request for it falls back to in-process, with a warning).
     #[must_use]
     pub fn isolation(mut self, isolation: Isolation) -> Self {
@@ -395,11 +395,11 @@ impl SessionBuilder {
             default_timeout: self.default_timeout,
             services: self.services.clone(),
             watch: Watch::default(),
-            #[cfg(target_os = "linux")]
+            #[cfg(plugin_processes)]
             children: Default::default(),
-            #[cfg(target_os = "linux")]
+            #[cfg(plugin_processes)]
             deferred: Default::default(),
-            #[cfg(target_os = "linux")]
+            #[cfg(plugin_processes)]
             temp_dir: None,
         };
         for tool in std::mem::take(&mut self.builtins) {
@@ -432,7 +432,7 @@ impl SessionBuilder {
             }
         };
         match isolation {
-            #[cfg(target_os = "linux")]
+            #[cfg(plugin_processes)]
             Isolation::Process => {
                 let settings = Arc::new(self.process_settings(&mut session));
                 // Every child starts before the first handshake is awaited: they load in
@@ -481,7 +481,7 @@ impl SessionBuilder {
     /// How this session's plugin processes start: the host executable, and the sandbox,
     /// whose writable directories are the working directory, a private temporary directory
     /// (created here, 0700, removed with the session) and those of [`Self::allow_write`].
-    #[cfg(target_os = "linux")]
+    #[cfg(plugin_processes)]
     fn process_settings(&self, session: &mut Session) -> ProcessSettings {
         let mut sandbox = self.sandbox.clone();
         sandbox.writable.insert(0, session.cwd.clone());

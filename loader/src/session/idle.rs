@@ -136,7 +136,7 @@ impl IdlePolicy {
     }
 
     /// The idle time of the plugin at canonical `path` (`None`: never stopped).
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    #[cfg_attr(not(plugin_processes), allow(dead_code))]
     pub(crate) fn for_plugin(&self, path: &Path) -> Option<Duration> {
         self.overrides
             .iter()

@@ -11,10 +11,10 @@
 //! - `reload`: picking up plugin files that change while the session runs.
 
 mod builder;
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 mod definitions;
 mod idle;
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 mod isolated;
 pub(crate) mod recovery;
 mod registry;
@@ -84,15 +84,15 @@ pub struct Session {
     /// The plugin files to reload when they change.
     watch: reload::Watch,
     /// What ends when the session's plugin processes have exited (see [`Session::close`]).
-    #[cfg(target_os = "linux")]
+    #[cfg(plugin_processes)]
     children: Mutex<Vec<crate::isolate::plugin::ChildrenGone>>,
     /// The plugins registered from the definitions cache whose child has not started yet,
     /// and those whose process was stopped while idle (shared with their processes, which
     /// add themselves when they stop).
-    #[cfg(target_os = "linux")]
+    #[cfg(plugin_processes)]
     deferred: isolated::DeferredPlugins,
     /// The plugin processes' private `TMPDIR`, removed when the session ends.
-    #[cfg(target_os = "linux")]
+    #[cfg(plugin_processes)]
     pub(super) temp_dir: Option<tempfile::TempDir>,
 }
 
@@ -190,7 +190,7 @@ impl Session {
     }
 
     /// While building: register an isolated plugin whose child passed the handshake.
-    #[cfg(target_os = "linux")]
+    #[cfg(plugin_processes)]
     fn add_isolated(&mut self, accepted: isolated::Accepted) {
         let isolated::Accepted {
             plugin,
@@ -219,7 +219,7 @@ impl Session {
     /// After a reload: the plugin's new tools replace its old ones (calls already running
     /// keep the old). Returns the tools that could not be registered, and whether the tools
     /// the session offers changed.
-    #[cfg(target_os = "linux")]
+    #[cfg(plugin_processes)]
     fn replace_plugin(
         &self,
         plugin: LoadedPlugin,
@@ -262,10 +262,10 @@ impl Session {
             crate::services::SessionReason::Shutdown,
         ))
         .await;
-        #[cfg(target_os = "linux")]
+        #[cfg(plugin_processes)]
         let children = lock(&self.children).clone();
         drop(self);
-        #[cfg(target_os = "linux")]
+        #[cfg(plugin_processes)]
         for gone in children {
             gone.wait().await;
         }
@@ -391,7 +391,7 @@ impl Session {
             }
             Err(message) => return ToolOutcome::error(message),
         };
-        #[cfg(target_os = "linux")]
+        #[cfg(plugin_processes)]
         let registered = match self.settled(name, registered).await {
             Ok(registered) => registered,
             Err(message) => return ToolOutcome::error(message),
@@ -435,7 +435,7 @@ impl Session {
     /// registered from the definitions cache: then the tool as that handshake defines it
     /// (its arguments are checked against that schema), or an error naming it when the
     /// plugin no longer offers it.
-    #[cfg(target_os = "linux")]
+    #[cfg(plugin_processes)]
     async fn settled(
         &self,
         name: &str,

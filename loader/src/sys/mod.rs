@@ -20,7 +20,7 @@
 #[cfg(target_os = "linux")]
 pub(crate) mod contain;
 mod dl;
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 pub(crate) mod heap;
 #[cfg(target_os = "linux")]
 mod memfd;
@@ -29,7 +29,7 @@ mod private_copy;
 #[cfg(unix)]
 pub mod program_home;
 pub mod sandbox;
-#[cfg(target_os = "linux")]
+#[cfg(plugin_processes)]
 pub(crate) mod spawn;
 
 use std::fs::File;
@@ -164,8 +164,21 @@ pub(crate) fn divert_stdout_to_stderr() -> std::io::Result<File> {
 }
 
 /// A sealed in-memory copy of `bytes` (the pinned content of `original`), to hand to a plugin
-/// child (process isolation exists on Linux only).
+/// child.
 #[cfg(target_os = "linux")]
 pub(crate) fn sealed_copy(original: &Path, bytes: &[u8]) -> std::io::Result<File> {
     memfd::sealed(original, bytes)
+}
+
+/// Without memfds (macOS): a copy of `bytes` in a file unlinked as soon as it is made, so
+/// that no other process can open it, let alone change it; only this process and the child
+/// it is handed to hold it. The child loads it through a private copy of its own (see
+/// [`load`]).
+#[cfg(all(plugin_processes, not(target_os = "linux")))]
+pub(crate) fn sealed_copy(_original: &Path, bytes: &[u8]) -> std::io::Result<File> {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut file = tempfile::tempfile()?;
+    file.write_all(bytes)?;
+    file.seek(SeekFrom::Start(0))?;
+    Ok(file)
 }

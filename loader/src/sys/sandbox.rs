@@ -479,6 +479,9 @@ pub fn apply_limits(policy: &SandboxPolicy) -> Result<(), SandboxError> {
         set(what, resource, limit)
     };
     set("core dump size", Resource::Core, 0)?;
+    // macOS accepts `RLIMIT_AS` and does not enforce it: a limit that only looks set is not
+    // set at all there (the README's platform table says so).
+    #[cfg(not(target_os = "macos"))]
     if let Some(limit) = policy.memory_limit {
         set("memory", Resource::As, limit)?;
     }

@@ -1,5 +1,12 @@
 //! Starting a plugin child (`xcsh-plugin-host`) so that it inherits exactly the descriptors it
 //! needs and dies with its parent, and naming how a child ended.
+//!
+//! Dying with the parent, by platform: on Linux the kernel sends the child `SIGKILL` when its
+//! parent dies (`PR_SET_PDEATHSIG`, armed between `fork` and `exec`). macOS has no such call:
+//! the child watches its parent with a kqueue (`EVFILT_PROC`, `NOTE_EXIT`) on a thread of
+//! its own and kills its own process group when the event fires ([`die_with_parent`]).
+//! Either way the child also ends when its link to the host closes (the protocol reader sees
+//! the end of the socket), which covers a host that is still alive but let go of it.
 
 use std::os::fd::{BorrowedFd, RawFd};
 
@@ -25,6 +32,7 @@ pub(crate) fn inherit_and_die_with_parent(
             rustix::io::fcntl_setfd(fd, FdFlags::empty())?;
         }
         rustix::process::setsid()?;
+        #[cfg(target_os = "linux")]
         rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
         let still_ours = rustix::process::getppid()
             .is_some_and(|pid| u32::try_from(pid.as_raw_nonzero().get()) == Ok(parent));
@@ -36,8 +44,8 @@ pub(crate) fn inherit_and_die_with_parent(
         Ok(())
     };
     // SAFETY: the hook runs in the forked child before `exec`, where only async-signal-safe
-    // calls are allowed. It makes four raw syscalls through rustix (`fcntl(F_SETFD)`,
-    // `setsid`, `prctl(PR_SET_PDEATHSIG)`, `getppid`), which take no locks and allocate nothing;
+    // calls are allowed. It makes raw syscalls through rustix (`fcntl(F_SETFD)`, `setsid`,
+    // on Linux `prctl(PR_SET_PDEATHSIG)`, `getppid`), which take no locks and allocate nothing;
     // `std::io::Error::other` on the error path allocates, but std documents that an error
     // returned from `pre_exec` is only reported, and glibc's malloc is fork-safe for the
     // forking thread's own use. No state shared with the parent is touched.
@@ -59,10 +67,63 @@ pub(crate) fn set_cloexec(fd: BorrowedFd<'_>) -> std::io::Result<()> {
 }
 
 /// Arm the death signal in the child itself too (harmless if `pre_exec` already did).
-pub(crate) fn die_with_parent() -> std::io::Result<()> {
+#[cfg(target_os = "linux")]
+pub(crate) fn die_with_parent(_parent: u32) -> std::io::Result<()> {
     Ok(rustix::process::set_parent_process_death_signal(Some(
         Signal::KILL,
     ))?)
+}
+
+/// Watch `parent` with a kqueue and kill this process's group (this process, which leads it
+/// since `setsid`, and whatever it started that stayed in it) when it exits. Fails when
+/// `parent` is already gone (`ESRCH` on registering the watch): the caller then exits.
+#[cfg(target_os = "macos")]
+pub(crate) fn die_with_parent(parent: u32) -> std::io::Result<()> {
+    use rustix::event::kqueue::{kevent, kqueue, Event, EventFilter, EventFlags, ProcessEvents};
+    let pid = i32::try_from(parent)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| std::io::Error::other(format!("{parent} is not a process id")))?;
+    let queue = kqueue()?;
+    let watch = Event::new(
+        EventFilter::Proc {
+            pid,
+            flags: ProcessEvents::EXIT,
+        },
+        EventFlags::ADD | EventFlags::ONESHOT,
+        std::ptr::null_mut(),
+    );
+    let mut fired: Vec<Event> = Vec::with_capacity(1);
+    // SAFETY: `kevent`'s contract is that descriptors named by the events stay valid while
+    // the queue lives; a process filter names a process id, not a descriptor. A zero timeout
+    // only registers the watch (and reports an exit that already happened).
+    unsafe {
+        kevent(
+            &queue,
+            &[watch],
+            &mut fired,
+            Some(std::time::Duration::ZERO),
+        )?
+    };
+    if !fired.is_empty() {
+        return Err(std::io::Error::other("the parent exited"));
+    }
+    std::thread::Builder::new()
+        .name("parent-watch".to_owned())
+        .spawn(move || loop {
+            let mut fired: Vec<Event> = Vec::with_capacity(1);
+            // SAFETY: as above; the queue is owned by this thread for its whole life.
+            match unsafe { kevent(&queue, &[], &mut fired, None) } {
+                Err(rustix::io::Errno::INTR) => continue,
+                // Fired, or the queue broke (which leaves nothing to watch with): end as
+                // Linux's death signal would.
+                _ => {
+                    let _ = rustix::process::kill_current_process_group(Signal::KILL);
+                    std::process::abort();
+                }
+            }
+        })?;
+    Ok(())
 }
 
 /// How a child ended, for messages: `killed by SIGSEGV`, `exited with status 7`.
