@@ -160,7 +160,8 @@ fn prepare(plan: &Plan) -> Result<Vec<Ready>, String> {
 
 /// Apply `edits` to `bytes`, back to front, refusing overlaps and out-of-range edits.
 fn rewrite(bytes: &[u8], edits: &FileEdits) -> Result<Vec<u8>, String> {
-    let mut sorted: Vec<_> = edits.replacements.iter().collect();
+    // A nested replacement's text is already part of the one it lies in.
+    let mut sorted: Vec<_> = edits.replacements.iter().filter(|r| !r.nested).collect();
     sorted.sort_by_key(|r| (r.start, r.end));
     for pair in sorted.windows(2) {
         if pair[1].start < pair[0].end || pair[1].start == pair[0].start {

@@ -12,6 +12,7 @@
 
 mod apply;
 mod lang;
+mod nested;
 mod params;
 mod preview;
 mod search;
@@ -51,17 +52,20 @@ Structural (AST-aware) search and replace with ast-grep patterns. Always preview
 result lists every replacement with file, line and column, and nothing is written until the \
 pending preview is applied with the `resolve` tool.
 - `ops`: [{{\"pat\": \"oldApi($$$ARGS)\", \"out\": \"newApi($$$ARGS)\"}}]; metavariables \
-captured in `pat` ($A, $$$ARGS) can be used in `out`. All ops match the original text.
+captured in `pat` ($A, $$$ARGS) can be used in `out`. All ops match the original text; a \
+match replaces its whole node (a statement's `;` too). A match nested in another \
+(a.unwrap().unwrap()) is rewritten too, the inner first.
 - `lang`: one of {langs} (ast-grep's aliases such as ts, py, rs, golang, c++, kt, yml work \
 too); default: inferred per file from its extension as ast-grep does. Set it in mixed trees.
 - `path`: file, directory, glob (src/**/*.ts, /repo/packages/pkg-*/src), or a list separated \
 by commas or spaces (apps/ packages/); default: the working directory. `/` and absolute paths \
-are taken inside the session's root (`/` is the root itself). `.gitignore` is respected; \
-hidden, binary and very large files are skipped.
+are taken inside the session's root (`/` is the root itself). `.gitignore` is respected, \
+`.git` and `node_modules` are never searched; binary and very large files are skipped.
 - `glob`: filter such as *.ts or **/*.ts; `sel`: contextual selector (node kind) for fragments \
 that only parse inside a context; `limit`: maximum number of replacements.
 - `per_file`: true pushes one pending action per file (resolved in path order), so each file \
-can be applied or discarded on its own.
+can be applied or discarded on its own. `keep_trailing`: true keeps what a matched node has \
+after the pattern's last token (a statement's `;`).
 Treat parse issues as a scoping signal: narrow `path` or set `lang`.",
             langs = lang::enabled_names()
         )
@@ -133,12 +137,13 @@ fn run_preview(cwd: &Path, checked: Checked, cancel: &CancelToken) -> Result<Pre
     };
     langs.sort_by_key(|&l| lang::name(l));
     langs.dedup();
-    let (compiled, mut issues) = search::compile(
+    let (mut compiled, mut issues) = search::compile(
         &checked.ops,
         checked.sel.as_deref(),
         &langs,
         checked.lang.is_some(),
     )?;
+    compiled.keep_trailing = checked.keep_trailing;
     issues.extend(found.problems.iter().cloned());
     let shown: Vec<String> = found
         .files
@@ -185,6 +190,8 @@ fn run_preview(cwd: &Path, checked: Checked, cancel: &CancelToken) -> Result<Pre
 }
 
 /// Keep the first `limit` replacements in path-then-position order; true when some were cut.
+/// An outer replacement and those nested in it are kept or cut together (its text holds
+/// theirs), so fewer than `limit` may be kept.
 fn apply_limit(files: &mut Vec<PlannedFile>, limit: Option<usize>) -> bool {
     let Some(limit) = limit else {
         return false;
@@ -194,8 +201,15 @@ fn apply_limit(files: &mut Vec<PlannedFile>, limit: Option<usize>) -> bool {
     for file in files.iter_mut() {
         let replacements = &mut file.edits.replacements;
         if replacements.len() > left {
-            replacements.truncate(left);
+            // Back to the start of the group the cut falls in.
+            let mut keep = left;
+            while keep > 0 && replacements.get(keep).is_some_and(|r| r.nested) {
+                keep -= 1;
+            }
+            replacements.truncate(keep);
             cut = true;
+            left = 0;
+            continue;
         }
         left -= replacements.len();
     }

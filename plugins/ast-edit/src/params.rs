@@ -35,6 +35,11 @@ pub struct AstEditParams {
     /// Push one pending action per file instead of one for the whole preview; `resolve` then
     /// takes them in path order.
     pub per_file: Option<bool>,
+    /// Keep what a matched node has after the pattern's last token instead of replacing it
+    /// with the node: `const $A = require($M)` → `import $A from $M` then keeps each
+    /// statement's `;`. Default false: the whole node is replaced, as xcsh's own `ast_edit`
+    /// does.
+    pub keep_trailing: Option<bool>,
 }
 
 /// One rewrite: structural pattern and replacement template.
@@ -65,6 +70,8 @@ pub struct Checked {
     pub limit: Option<usize>,
     /// One pending action per file.
     pub per_file: bool,
+    /// Keep what follows the pattern's extent in a matched node.
+    pub keep_trailing: bool,
 }
 
 fn non_blank(value: Option<String>) -> Option<String> {
@@ -104,5 +111,6 @@ pub fn check(params: AstEditParams) -> Result<Checked, String> {
         sel: non_blank(params.sel),
         limit,
         per_file: params.per_file.unwrap_or(false),
+        keep_trailing: params.keep_trailing.unwrap_or(false),
     })
 }

@@ -2,10 +2,11 @@
 //! play, then match the candidate files in parallel and record, for each file, the exact byte
 //! edits a rewrite would make and a SHA-256 of the content they were computed from.
 //!
-//! Matching mirrors `ast-grep run --rewrite`: a pre-order walk that does not descend into a
-//! match (an outer match wins over matches nested in it), the replaced range given by the
-//! pattern's own extent, and the template re-indented at the match. All ops see the original
-//! text; edits of different ops that overlap are refused.
+//! Matching is xcsh's `astEdit`'s: every match, nested ones included (see `nested` for how
+//! those are rewritten), each replacing its whole node (a statement's `;` with it; under
+//! `keep_trailing` what follows the pattern's last token is kept, the range ast-grep-core's
+//! `make_edit` gives), and the template re-indented at the match. All ops see the original
+//! text.
 
 use std::collections::HashMap;
 use std::num::NonZero;
@@ -14,19 +15,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::lang::Lang;
 use ast_grep_core::matcher::MatcherExt;
-use ast_grep_core::replacer::TemplateFix;
+use ast_grep_core::replacer::{Replacer, TemplateFix};
 use ast_grep_core::tree_sitter::traversal::Visitor;
 use ast_grep_core::tree_sitter::StrDoc;
 use ast_grep_core::{AstGrep, Node, NodeMatch, Pattern};
 use sha2::{Digest, Sha256};
 
 use crate::lang;
+use crate::nested::{self, Found};
 use crate::walk::Candidate;
 use crate::CancelToken;
 
 /// One op, compiled for one language.
 pub struct CompiledOp {
-    index: usize,
+    pub(crate) index: usize,
     pub(crate) pattern: Pattern,
     fixer: TemplateFix,
     /// Text every match must contain (lets files without it skip parsing).
@@ -37,6 +39,9 @@ pub struct CompiledOp {
 pub struct Compiled {
     ops: Vec<String>,
     by_lang: HashMap<Lang, Vec<CompiledOp>>,
+    /// Keep what a matched node has after the pattern's last token (the `keep_trailing`
+    /// parameter).
+    pub(crate) keep_trailing: bool,
 }
 
 impl Compiled {
@@ -83,6 +88,7 @@ pub fn compile(
     let mut compiled = Compiled {
         ops: ops.iter().map(|(pat, _)| pat.clone()).collect(),
         by_lang: HashMap::new(),
+        keep_trailing: false,
     };
     let mut issues = Vec::new();
     let mut failures: Vec<Vec<String>> = vec![Vec::new(); ops.len()];
@@ -128,6 +134,9 @@ pub struct Replacement {
     pub column: usize,
     /// Which op produced it.
     pub op: usize,
+    /// Whether it lies inside another replacement: its text is part of that one's, so
+    /// `apply` writes the outermost only; it is still previewed and counted.
+    pub nested: bool,
 }
 
 /// A file with replacements.
@@ -137,7 +146,8 @@ pub struct FileEdits {
     pub path: PathBuf,
     /// SHA-256 of the bytes the replacements were computed from.
     pub hash: [u8; 32],
-    /// Replacements, sorted by position, not overlapping.
+    /// Replacements, sorted by position (an outer one before those nested in it); those not
+    /// nested do not overlap.
     pub replacements: Vec<Replacement>,
 }
 
@@ -188,48 +198,45 @@ fn search_file(candidate: &Candidate, compiled: &Compiled, shown: &str) -> Outco
             "{shown}: parse error (syntax tree contains error nodes); skipped"
         ));
     }
-    let mut replacements = Vec::new();
+    let describe = |r: &Replacement| format!("`{}` at {}:{}", compiled.ops[r.op], r.line, r.column);
+    let mut found = Vec::new();
     for op in active {
-        for found in find_matches(grep.root(), op, source) {
-            let edit = found.make_edit(&op.pattern, &op.fixer);
-            let (start, end) = (edit.position, edit.position + edit.deleted_length);
-            let (Ok(text), Some(before)) = (
-                String::from_utf8(edit.inserted_text),
-                source.get(start..end),
-            ) else {
-                return Outcome::Issue(format!(
-                    "{shown}: a replacement is not valid UTF-8; skipped"
-                ));
+        for matched in find_matches(grep.root(), op, source) {
+            let (range, text) = match edit_for(&matched, op, compiled.keep_trailing) {
+                Ok(edit) => edit,
+                Err(error) => return Outcome::Issue(format!("{shown}: {error}; skipped")),
             };
-            let position = found.start_pos();
-            replacements.push(Replacement {
-                start,
-                end,
-                text,
-                before: before.to_owned(),
-                line: position.line() + 1,
-                column: position.column(found.get_node()) + 1,
-                op: op.index,
+            let position = matched.start_pos();
+            found.push(Found {
+                node: matched.range(),
+                edit: Replacement {
+                    before: source[range.clone()].to_owned(),
+                    start: range.start,
+                    end: range.end,
+                    text,
+                    line: position.line() + 1,
+                    column: position.column(matched.get_node()) + 1,
+                    op: op.index,
+                    nested: false,
+                },
             });
         }
     }
-    if replacements.is_empty() {
+    if found.is_empty() {
         return Outcome::Nothing;
     }
-    replacements.sort_by_key(|r| (r.start, r.end, r.op));
-    if let Some(pair) = replacements
-        .windows(2)
-        .find(|pair| pair[1].start < pair[0].end || pair[1].start == pair[0].start)
-    {
-        let describe =
-            |r: &Replacement| format!("`{}` at {}:{}", compiled.ops[r.op], r.line, r.column);
-        return Outcome::Overlap(format!(
-            "Overlapping edits in {shown}: {} and {}; nothing was changed. Narrow the patterns or \
-             run them as separate ast_edit calls.",
-            describe(&pair[0]),
-            describe(&pair[1])
-        ));
+    if let Err(refused) = nested::settle(
+        shown,
+        source,
+        candidate.lang,
+        ops,
+        compiled.keep_trailing,
+        &mut found,
+        &describe,
+    ) {
+        return Outcome::Overlap(refused);
     }
+    let replacements = found.into_iter().map(|f| f.edit).collect();
     Outcome::Edits(FileEdits {
         path: candidate.path.clone(),
         hash: hash(&bytes),
@@ -237,8 +244,25 @@ fn search_file(candidate: &Candidate, compiled: &Compiled, shown: &str) -> Outco
     })
 }
 
-/// Where `op` matches below `root`, as `Visitor::new(pattern).reentrant(false)` finds it:
-/// in pre-order, not descending into a match. A match's text contains the op's fixed string
+/// The range `matched` replaces and the text it is replaced with: its whole node, or under
+/// `keep_trailing` the pattern's own extent (ast-grep's `make_edit`).
+pub(crate) fn edit_for(
+    matched: &NodeMatch<'_, StrDoc<Lang>>,
+    op: &CompiledOp,
+    keep_trailing: bool,
+) -> Result<(std::ops::Range<usize>, String), String> {
+    let range = if keep_trailing {
+        op.fixer.get_replaced_range(matched, &op.pattern)
+    } else {
+        matched.range()
+    };
+    let text = String::from_utf8(op.fixer.generate_replacement(matched))
+        .map_err(|_| "a replacement is not valid UTF-8".to_owned())?;
+    Ok((range, text))
+}
+
+/// Where `op` matches below `root`, as `Visitor::new(pattern)` finds it: in pre-order, nested
+/// matches included. A match's text contains the op's fixed string
 /// (the pattern's longest literal token, which the match has verbatim), so a subtree whose
 /// range holds no occurrence of it cannot contain a match and is skipped whole. Walking every
 /// node of every file was about a quarter of a preview's CPU time (perf, 3,000 files); with the
@@ -249,10 +273,7 @@ pub(crate) fn find_matches<'t>(
     source: &str,
 ) -> Vec<NodeMatch<'t, StrDoc<Lang>>> {
     if op.fixed.is_empty() {
-        return Visitor::new(&op.pattern)
-            .reentrant(false)
-            .visit(root)
-            .collect();
+        return Visitor::new(&op.pattern).visit(root).collect();
     }
     let starts = occurrences(source, &op.fixed);
     let len = op.fixed.len();
@@ -270,7 +291,6 @@ pub(crate) fn find_matches<'t>(
         }
         if let Some(matched) = op.pattern.match_node(node.clone()) {
             found.push(matched);
-            continue;
         }
         let first_child = stack.len();
         stack.extend(node.children());

@@ -5,8 +5,10 @@
 //! A glob in the path may name directories (`packages/pkg-*/src`): everything below a match is
 //! searched. Directories are walked with the `ignore` crate in parallel:
 //! `.gitignore` (also outside a git repository), `.ignore` and git excludes are honoured,
-//! hidden files and directories are skipped, symlinks are not followed, and files over
-//! [`MAX_FILE_BYTES`] are counted as skipped. Explicitly named files are always taken.
+//! `.git` and `node_modules` directories are never entered, symlinks are not followed, and files
+//! over [`MAX_FILE_BYTES`] are counted as skipped. Hidden files and directories are searched
+//! like any other, as xcsh's own `astEdit` searches them (a `.eslintrc.js` is code too).
+//! Explicitly named files are always taken.
 
 use std::num::NonZero;
 use std::path::{Component, Path, PathBuf};
@@ -253,6 +255,10 @@ fn file_language(path: &Path, entry: &str, explicit: Option<Lang>) -> Result<Lan
     }
 }
 
+/// Directories a walk never enters, ignored or not (as xcsh's `astEdit`): a repository's
+/// own database, and installed JavaScript packages.
+const NEVER_ENTERED: &[&str] = &[".git", "node_modules"];
+
 fn walk(
     base: &Path,
     glob: Option<&GlobMatcher>,
@@ -267,8 +273,14 @@ fn walk(
     let skipped = AtomicUsize::new(0);
     WalkBuilder::new(base)
         .standard_filters(true)
+        .hidden(false)
         .require_git(false)
         .follow_links(false)
+        .filter_entry(|entry| {
+            !(entry.depth() > 0
+                && entry.file_type().is_some_and(|t| t.is_dir())
+                && NEVER_ENTERED.iter().any(|name| entry.file_name() == *name))
+        })
         .threads(threads.min(8))
         .build_parallel()
         .run(|| {

@@ -2,6 +2,7 @@
 //! helpers here, cases in the submodules.
 
 mod apply;
+mod nested;
 mod params;
 mod search;
 mod session;

@@ -165,26 +165,39 @@ async fn comma_lists_combine_files_and_directories() {
 }
 
 #[tokio::test]
-async fn gitignore_hidden_and_binary_files_are_left_alone() {
+async fn ignored_git_node_modules_and_binary_files_are_left_alone_hidden_ones_are_searched() {
     let dir = tree(&[
         (".gitignore", "ignored/\n*.gen.rs\n"),
         ("kept.rs", "fn k() { foo(1); }\n"),
         ("ignored/x.rs", "fn x() { foo(2); }\n"),
         ("out.gen.rs", "fn g() { foo(3); }\n"),
         (".hidden/y.rs", "fn y() { foo(4); }\n"),
+        (".z.rs", "fn z() { foo(6); }\n"),
+        (".git/w.rs", "fn w() { foo(7); }\n"),
+        ("node_modules/m/v.rs", "fn v() { foo(8); }\n"),
         ("bin.rs", "fn b() { foo(5); }\0\n"),
     ]);
     let s = session(dir.path());
     let out = edit(&s, json!({"ops": [{"pat": "foo($A)", "out": "bar($A)"}]})).await;
     assert_eq!(
         details(&out)["fileReplacements"],
-        json!([{"path": "kept.rs", "count": 1}])
+        json!([
+            {"path": ".hidden/y.rs", "count": 1},
+            {"path": ".z.rs", "count": 1},
+            {"path": "kept.rs", "count": 1},
+        ])
     );
     ok_text(&resolve(&s, "apply").await);
     assert_eq!(read(dir.path(), "kept.rs"), "fn k() { bar(1); }\n");
+    assert_eq!(read(dir.path(), ".hidden/y.rs"), "fn y() { bar(4); }\n");
+    assert_eq!(read(dir.path(), ".z.rs"), "fn z() { bar(6); }\n");
     assert_eq!(read(dir.path(), "ignored/x.rs"), "fn x() { foo(2); }\n");
     assert_eq!(read(dir.path(), "out.gen.rs"), "fn g() { foo(3); }\n");
-    assert_eq!(read(dir.path(), ".hidden/y.rs"), "fn y() { foo(4); }\n");
+    assert_eq!(read(dir.path(), ".git/w.rs"), "fn w() { foo(7); }\n");
+    assert_eq!(
+        read(dir.path(), "node_modules/m/v.rs"),
+        "fn v() { foo(8); }\n"
+    );
 }
 
 #[tokio::test]
@@ -235,15 +248,31 @@ async fn overlapping_ops_are_refused() {
 }
 
 #[tokio::test]
-async fn rewrites_follow_ast_grep_semantics() {
-    // The replaced range is the pattern's extent (the `;` stays) and an outer match wins.
-    let dir = tree(&[("a.ts", "var a = 1;\nSome(Some(1));\n")]);
-    let s = session(dir.path());
+async fn a_match_replaces_its_whole_node_unless_asked_to_keep_what_trails_the_pattern() {
+    // As xcsh's astEdit: the declaration's `;` is part of the match; the nested `Some`s are
+    // both rewritten, the inner first.
     let ops =
         json!([{"pat": "var $A = $B", "out": "let $A = $B"}, {"pat": "Some($X)", "out": "$X"}]);
-    ok_text(&edit(&s, json!({ "ops": ops })).await);
-    ok_text(&resolve(&s, "apply").await);
-    assert_eq!(read(dir.path(), "a.ts"), "let a = 1;\nSome(1);\n");
+    for (keep_trailing, expected) in [
+        (None, "let a = 1\n1;\n"),
+        (Some(false), "let a = 1\n1;\n"),
+        (Some(true), "let a = 1;\n1;\n"),
+    ] {
+        let dir = tree(&[("a.ts", "var a = 1;\nSome(Some(1));\n")]);
+        let s = session(dir.path());
+        let mut args = json!({ "ops": ops });
+        if let Some(keep) = keep_trailing {
+            args["keep_trailing"] = json!(keep);
+        }
+        let out = edit(&s, args).await;
+        assert_eq!(details(&out)["totalReplacements"], 3, "{}", out.text());
+        ok_text(&resolve(&s, "apply").await);
+        assert_eq!(
+            read(dir.path(), "a.ts"),
+            expected,
+            "keep_trailing {keep_trailing:?}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -359,7 +388,7 @@ fn pruned_walk_finds_what_the_visitor_finds() {
         };
         let expected = ranges(
             Visitor::new(&op.pattern)
-                .reentrant(false)
+                .reentrant(true)
                 .visit(grep.root())
                 .collect(),
         );
