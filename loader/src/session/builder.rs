@@ -399,8 +399,6 @@ impl SessionBuilder {
             children: Default::default(),
             #[cfg(plugin_processes)]
             deferred: Default::default(),
-            #[cfg(plugin_processes)]
-            temp_dir: None,
         };
         for tool in std::mem::take(&mut self.builtins) {
             if let Err(error) = session.register(tool) {
@@ -479,22 +477,13 @@ impl SessionBuilder {
     }
 
     /// How this session's plugin processes start: the host executable, and the sandbox,
-    /// whose writable directories are the working directory, a private temporary directory
-    /// (created here, 0700, removed with the session) and those of [`Self::allow_write`].
+    /// whose writable directories are the working directory, those of [`Self::allow_write`]
+    /// and a private temporary directory (made for the first child: see
+    /// [`super::isolated::PrivateDirs`]).
     #[cfg(plugin_processes)]
     fn process_settings(&self, session: &mut Session) -> ProcessSettings {
         let mut sandbox = self.sandbox.clone();
         sandbox.writable.insert(0, session.cwd.clone());
-        session.temp_dir = tempfile::Builder::new()
-            .prefix("xcsh-plugins-")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .tempdir()
-            .inspect_err(|error| {
-                tracing::warn!(
-                    "cannot create a private temporary directory for plugin processes: {error}"
-                );
-            })
-            .ok();
         let host = find_plugin_host(self.plugin_host.as_ref());
         // Keyed on the sandbox without the temporary directory, which is new in each session.
         let definitions = host
@@ -504,22 +493,6 @@ impl SessionBuilder {
             .and_then(|host| {
                 DefinitionsCache::for_session(host, &session.cwd, &sandbox, session.sink.is_some())
             });
-        let temp_dir = session.temp_dir.as_ref().map(|dir| dir.path().to_owned());
-        sandbox.writable.extend(temp_dir.clone());
-        let program_home = match (&temp_dir, std::env::home_dir()) {
-            (Some(private), Some(home)) => crate::sys::program_home::prepare(&home, private)
-                .inspect_err(|error| {
-                    tracing::warn!("cannot prepare the private home of plugin processes: {error}");
-                })
-                .ok(),
-            _ => None,
-        };
-        let program_env = program_home
-            .map(|home| {
-                sandbox.readable.extend(home.readable);
-                home.env
-            })
-            .unwrap_or_default();
         let idle_stopped = super::isolated::on_idle_stop(&session.deferred);
         ProcessSettings {
             host,
@@ -527,8 +500,7 @@ impl SessionBuilder {
             idle: self.idle.clone(),
             home: self.discovery.home.clone(),
             sandbox,
-            temp_dir,
-            program_env,
+            private: std::sync::OnceLock::new(),
             require_sandbox: self.require_sandbox,
             cwd: session.cwd.clone(),
             links: crate::isolate::plugin::SessionLinks {

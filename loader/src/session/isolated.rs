@@ -30,13 +30,12 @@ use super::{LoadedPlugin, Session};
 pub(super) struct ProcessSettings {
     /// The `xcsh-plugin-host` executable, or why there is none.
     pub(super) host: Result<PathBuf, String>,
-    /// Its writable directories include the working directory and `temp_dir`.
+    /// Its writable directories include the working directory (and, in each child's copy,
+    /// the private temporary directory).
     pub(super) sandbox: SandboxPolicy,
-    /// The session's private temporary directory, each child's `TMPDIR`.
-    pub(super) temp_dir: Option<PathBuf>,
-    /// The private home's variables (`HOME`, `CARGO_HOME`, ...), set for each child
-    /// ([`crate::sys::program_home`]).
-    pub(super) program_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// The private temporary directory and home, made for the first child (see
+    /// [`PrivateDirs`]).
+    pub(super) private: std::sync::OnceLock<PrivateDirs>,
     /// Refuse a child whose sandbox is not in force instead of warning.
     pub(super) require_sandbox: bool,
     pub(super) cwd: PathBuf,
@@ -49,6 +48,49 @@ pub(super) struct ProcessSettings {
     pub(super) idle: super::idle::IdlePolicy,
     /// Where project-plugin trust is read from when a plugin is started again (a reload).
     pub(super) home: Option<PathBuf>,
+}
+
+/// The session's private temporary directory (0700, each child's `TMPDIR`, removed with the
+/// session) and the private home in it ([`crate::sys::program_home`]). Made when the first
+/// plugin is about to be started, not with the session: a session with no plugin to run in
+/// a process (none found, only the built-in `ast_edit`) makes no directory and reads nothing
+/// of the home's toolchains.
+pub(super) struct PrivateDirs {
+    /// The directory, removed when this is dropped; `None` when it could not be made.
+    dir: Option<tempfile::TempDir>,
+    /// The private home's variables (`HOME`, `CARGO_HOME`, ...), set for each child.
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// The toolchain directories the children may read.
+    readable: Vec<PathBuf>,
+}
+
+impl PrivateDirs {
+    fn make() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("xcsh-plugins-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .inspect_err(|error| {
+                tracing::warn!(
+                    "cannot create a private temporary directory for plugin processes: {error}"
+                );
+            })
+            .ok();
+        let home = match (&dir, std::env::home_dir()) {
+            (Some(private), Some(home)) => crate::sys::program_home::prepare(&home, private.path())
+                .inspect_err(|error| {
+                    tracing::warn!("cannot prepare the private home of plugin processes: {error}");
+                })
+                .ok(),
+            _ => None,
+        };
+        let (env, readable) = home.map_or_else(Default::default, |home| (home.env, home.readable));
+        Self { dir, env, readable }
+    }
+
+    fn path(&self) -> Option<PathBuf> {
+        self.dir.as_ref().map(|dir| dir.path().to_owned())
+    }
 }
 
 /// A plugin being started: its child, or its definitions from the cache.
@@ -106,11 +148,15 @@ impl ProcessSettings {
             .map_err(|cause| LoadError::new(file.path(), LoadErrorKind::PluginProcess { cause }))?;
         // Readable besides the session's paths: the plugin's own directory (its file, and
         // what it ships beside it) and the host executable.
+        let private = self.private.get_or_init(PrivateDirs::make);
+        let temp_dir = private.path();
         let mut sandbox = self.sandbox.clone();
         sandbox
             .readable
             .extend(file.path().parent().map(Path::to_path_buf));
         sandbox.readable.push(host_binary.clone());
+        sandbox.writable.extend(temp_dir.clone());
+        sandbox.readable.extend(private.readable.iter().cloned());
         let key = self.definitions.as_ref().map(|cache| cache.key(&file));
         let launch = Launch {
             host_binary,
@@ -119,8 +165,8 @@ impl ProcessSettings {
             cwd: self.cwd.clone(),
             links: self.links.clone(),
             sandbox,
-            temp_dir: self.temp_dir.clone(),
-            program_env: self.program_env.clone(),
+            temp_dir,
+            program_env: private.env.clone(),
             stop_idle_after: self.idle.for_plugin(file.path()),
             cache_key: key.clone(),
         };

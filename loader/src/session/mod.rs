@@ -91,9 +91,6 @@ pub struct Session {
     /// add themselves when they stop).
     #[cfg(plugin_processes)]
     deferred: isolated::DeferredPlugins,
-    /// The plugin processes' private `TMPDIR`, removed when the session ends.
-    #[cfg(plugin_processes)]
-    pub(super) temp_dir: Option<tempfile::TempDir>,
 }
 
 impl std::fmt::Debug for Session {
