@@ -524,22 +524,40 @@ fn describe(status: std::process::ExitStatus) -> (Option<i32>, Option<String>) {
     (status.code(), None)
 }
 
+/// The name of signal number `signal` as this system numbers it (`SIGSEGV`; `SIGBUS` is 7 on
+/// Linux and 10 on macOS), or `signal N` for one not named here: what
+/// [`ExecOutput::signal`] holds, and what the loader's crash messages say.
+///
+/// ```
+/// assert_eq!(xcsh_plugin_api::exec::signal_name(9), "SIGKILL");
+/// assert_eq!(xcsh_plugin_api::exec::signal_name(64), "signal 64");
+/// ```
 #[cfg(unix)]
-fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        _ => return format!("signal {signal}"),
-    };
-    name.to_owned()
+pub fn signal_name(signal: i32) -> String {
+    use rustix::process::Signal;
+    const NAMES: &[(Signal, &str)] = &[
+        (Signal::HUP, "SIGHUP"),
+        (Signal::INT, "SIGINT"),
+        (Signal::QUIT, "SIGQUIT"),
+        (Signal::ILL, "SIGILL"),
+        (Signal::TRAP, "SIGTRAP"),
+        (Signal::ABORT, "SIGABRT"),
+        (Signal::BUS, "SIGBUS"),
+        (Signal::FPE, "SIGFPE"),
+        (Signal::KILL, "SIGKILL"),
+        (Signal::SEGV, "SIGSEGV"),
+        (Signal::PIPE, "SIGPIPE"),
+        (Signal::ALARM, "SIGALRM"),
+        (Signal::TERM, "SIGTERM"),
+        (Signal::SYS, "SIGSYS"),
+        (Signal::XCPU, "SIGXCPU"),
+        (Signal::XFSZ, "SIGXFSZ"),
+    ];
+    NAMES
+        .iter()
+        .find(|(known, _)| known.as_raw() == signal)
+        .map_or_else(
+            || format!("signal {signal}"),
+            |(_, name)| (*name).to_owned(),
+        )
 }

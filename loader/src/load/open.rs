@@ -280,6 +280,26 @@ impl CheckedFile {
 /// The kind of the layout-check cache's entries (see [`init_root_module`]).
 const LAYOUT_CHECKED: &str = "layout-checked";
 
+/// One plugin file's entry in the layout-check cache for this host build (see
+/// [`layout_key`]), read once per load: the probe and the check both skip when it says the
+/// check passed before.
+struct LayoutEntry {
+    cache: PrivateCache,
+    key: String,
+    checked_before: bool,
+}
+
+impl LayoutEntry {
+    fn read((cache, key): (PrivateCache, String)) -> Self {
+        let checked_before = cache.get::<bool>(LAYOUT_CHECKED, &key) == Some(true);
+        Self {
+            cache,
+            key,
+            checked_before,
+        }
+    }
+}
+
 /// What a successful layout check of one plugin build against this host's build depends on,
 /// as a cache key: the host's build ([`host_build`]), the plugin file's identity (its
 /// [`FileStamp::key`]), its build-id when it has one, and, when its content was pinned for
@@ -330,16 +350,14 @@ fn hex(bytes: &[u8]) -> String {
 /// of the same plugin file by the same host build skips it.
 fn init_root_module(
     header: &'static LibHeader,
-    cache: Option<&(PrivateCache, String)>,
+    cache: Option<&LayoutEntry>,
 ) -> Result<PluginModuleRef, LibraryError> {
     let Some(plugin_layout) = header.layout() else {
         return Err(LibraryError::AbiInstability(RBoxError::from_fmt(
             &"the root module was exported without its layout, so it cannot be checked",
         )));
     };
-    let checked_before =
-        cache.is_some_and(|(cache, key)| cache.get::<bool>(LAYOUT_CHECKED, key) == Some(true));
-    if checked_before {
+    if cache.is_some_and(|entry| entry.checked_before) {
         tracing::debug!("layout check skipped: this plugin build passed it before (cached)");
     } else {
         let globals = CheckingGlobals::new();
@@ -364,8 +382,8 @@ fn init_root_module(
         })?;
         checked.map_err(|errors| LibraryError::AbiInstability(RBoxError::from_fmt(&errors)))?;
         tracing::debug!("layout checked");
-        if let Some((cache, key)) = cache {
-            cache.put(LAYOUT_CHECKED, key, &true);
+        if let Some(entry) = cache {
+            entry.cache.put(LAYOUT_CHECKED, &entry.key, &true);
         }
     }
     // SAFETY: `init_root_module_with_unchecked_layout` requires `PluginModuleRef` to have the
@@ -417,7 +435,7 @@ pub(crate) fn load_checked_probing(
         // The earlier content never loaded usably: nothing of it is in use, so try this one.
     }
     let (source, api_version) = file.check_before_running()?;
-    let layout_cache = layout_key(file, &source);
+    let layout_cache = layout_key(file, &source).map(LayoutEntry::read);
     probe_first(file, layout_cache.as_ref(), probe_host)?;
     let outcome = match map_library(path, source, api_version, layout_cache.as_ref()) {
         Ok(library) => Ok(library),
@@ -449,11 +467,10 @@ pub(crate) fn load_checked_probing(
 #[cfg(plugin_processes)]
 fn probe_first(
     file: &CheckedFile,
-    layout_cache: Option<&(PrivateCache, String)>,
+    layout_cache: Option<&LayoutEntry>,
     probe_host: Option<&Path>,
 ) -> Result<(), LoadError> {
-    let loaded_before = layout_cache
-        .is_some_and(|(cache, key)| cache.get::<bool>(LAYOUT_CHECKED, key) == Some(true));
+    let loaded_before = layout_cache.is_some_and(|entry| entry.checked_before);
     let turned_off = std::env::var_os("XCSH_LOADER_PROBE").is_some_and(|v| v == "0");
     if loaded_before || turned_off {
         return Ok(());
@@ -469,7 +486,7 @@ fn probe_first(
 #[cfg(not(plugin_processes))]
 fn probe_first(
     _file: &CheckedFile,
-    _layout_cache: Option<&(PrivateCache, String)>,
+    _layout_cache: Option<&LayoutEntry>,
     _probe_host: Option<&Path>,
 ) -> Result<(), LoadError> {
     Ok(())
@@ -487,7 +504,7 @@ fn map_library(
     path: &Path,
     source: LoadSource<'_>,
     api_version: ApiVersion,
-    layout_cache: Option<&(PrivateCache, String)>,
+    layout_cache: Option<&LayoutEntry>,
 ) -> Result<PluginLibrary, MapFailure> {
     let error = |kind| LoadError::new(path, kind);
     match load(path, source) {

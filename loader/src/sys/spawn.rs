@@ -130,19 +130,7 @@ pub(crate) fn die_with_parent(parent: u32) -> std::io::Result<()> {
 pub(crate) fn describe_exit(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     if let Some(signal) = status.signal() {
-        let name = match signal {
-            4 => "SIGILL",
-            5 => "SIGTRAP",
-            6 => "SIGABRT",
-            7 => "SIGBUS",
-            8 => "SIGFPE",
-            9 => "SIGKILL",
-            11 => "SIGSEGV",
-            13 => "SIGPIPE",
-            15 => "SIGTERM",
-            _ => return format!("killed by signal {signal}"),
-        };
-        if signal == 7 {
+        if signal == Signal::BUS.as_raw() {
             // What a process gets when a file it maps is truncated under it: for a plugin,
             // almost always its library overwritten in place.
             return "killed by SIGBUS (a file it maps shrank while it ran: was the plugin \
@@ -150,7 +138,7 @@ pub(crate) fn describe_exit(status: std::process::ExitStatus) -> String {
                     cargo does)"
                 .to_owned();
         }
-        return format!("killed by {name}");
+        return format!("killed by {}", xcsh_plugin_api::exec::signal_name(signal));
     }
     match status.code() {
         Some(code) => format!("exited with status {code}"),
