@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use xcsh_integration_tests::{artifacts, plugin};
-use xcsh_loader::{CallOptions, CancelToken, Isolation, Session};
+use xcsh_loader::{CallOptions, CancelToken, Isolation, Session, ToolOutcome};
 
 /// Secret files under the home, as tests make them (relative path, content).
 const SECRETS: &[&str] = &[
@@ -467,25 +467,7 @@ async fn a_cancel_and_an_idle_stop_leave_no_program_behind() {
     let dir = tempfile::tempdir().unwrap();
     let session = session(dir.path(), Isolation::Process);
     let cancelled = marker();
-    let cancel = CancelToken::new();
-    let call = session.call_with(
-        "run",
-        sleeper(&cancelled),
-        CallOptions {
-            cancel: cancel.clone(),
-            ..CallOptions::default()
-        },
-    );
-    let watcher = {
-        let cancelled = cancelled.clone();
-        tokio::task::spawn_blocking(move || {
-            let seen = wait_for(&cancelled, 4, Duration::from_secs(20));
-            cancel.cancel();
-            seen
-        })
-    };
-    let outcome = call.await;
-    assert_eq!(watcher.await.unwrap(), 4);
+    let outcome = cancel_once_running(&session, sleeper(&cancelled), &cancelled, 4).await;
     assert!(outcome.is_error, "{}", outcome.text());
     assert_eq!(wait_for(&cancelled, 0, Duration::from_secs(10)), 0);
 
@@ -528,26 +510,39 @@ async fn in_process_an_exec_timeout_and_cancel_leave_no_program_behind() {
 
     let cancelled = marker();
     let script = format!("sleep {cancelled} & sleep {cancelled}");
+    let arguments = json!({"program": "sh", "args": ["-c", script]});
+    cancel_once_running(&session, arguments, &cancelled, 3).await;
+    assert_eq!(wait_for(&cancelled, 0, Duration::from_secs(5)), 0);
+}
+
+/// Call `run` with `arguments`, cancel the call once `count` processes carrying `marker` run
+/// (it fails the test if they never do), and return how the call ended.
+async fn cancel_once_running(
+    session: &Session,
+    arguments: Value,
+    marker: &str,
+    count: usize,
+) -> ToolOutcome {
     let cancel = CancelToken::new();
     let call = session.call_with(
         "run",
-        json!({"program": "sh", "args": ["-c", script]}),
+        arguments,
         CallOptions {
             cancel: cancel.clone(),
             ..CallOptions::default()
         },
     );
     let watcher = {
-        let cancelled = cancelled.clone();
+        let marker = marker.to_owned();
         tokio::task::spawn_blocking(move || {
-            let seen = wait_for(&cancelled, 3, Duration::from_secs(20));
+            let seen = wait_for(&marker, count, Duration::from_secs(20));
             cancel.cancel();
             seen
         })
     };
-    let _ = call.await;
-    assert_eq!(watcher.await.unwrap(), 3);
-    assert_eq!(wait_for(&cancelled, 0, Duration::from_secs(5)), 0);
+    let outcome = call.await;
+    assert_eq!(watcher.await.unwrap(), count, "the programs never all ran");
+    outcome
 }
 
 #[test]
