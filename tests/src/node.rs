@@ -92,3 +92,23 @@ pub fn assert_success(what: &str, output: &Output) {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// xcsh's upstream runtime as `.ci/run` installs it in `bindings/node/runtime-test`: that
+/// directory and the Bun the runtime pins, once the npm package `package` is there too. `None` when it is not installed: the caller's test then passes with a note,
+/// unless `XCSH_REQUIRE_UPSTREAM_RUNTIME=1` (set by `.ci/run`), which fails it.
+pub fn upstream_runtime(package: &str) -> Option<(PathBuf, PathBuf)> {
+    let dir = package_dir().join("runtime-test");
+    let bun = dir.join("node_modules/.bin/bun");
+    let installed = dir.join("node_modules").join(package).join("package.json");
+    if bun.exists() && installed.exists() {
+        return Some((dir, bun));
+    }
+    let hint = "install it with `cd bindings/node/runtime-test && npm install --ignore-scripts \
+                --no-save && node node_modules/bun/install.js` (as .ci/run does)";
+    assert!(
+        std::env::var_os("XCSH_REQUIRE_UPSTREAM_RUNTIME").is_none(),
+        "the upstream runtime is not installed: {hint}"
+    );
+    eprintln!("skipped: {package} is not installed; {hint}");
+    None
+}

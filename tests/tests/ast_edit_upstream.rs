@@ -21,7 +21,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 use xcsh_integration_tests::artifacts;
-use xcsh_integration_tests::node::package_dir;
+use xcsh_integration_tests::node::upstream_runtime;
 use xcsh_integration_tests::tree::{snapshot, Snapshot};
 
 /// One comparison: a tree, the rewrites, and, for nested matches `astEdit` refuses, the
@@ -129,20 +129,9 @@ const CASES: &[Case] = &[
 
 #[test]
 fn ast_edit_makes_the_edits_xcsh_s_own_ast_edit_makes() {
-    let dir = package_dir().join("runtime-test");
-    let bun = dir.join("node_modules/.bin/bun");
-    let natives = dir.join("node_modules/@oh-my-pi/pi-natives/package.json");
-    if !bun.exists() || !natives.exists() {
-        let hint = "install it with `cd bindings/node/runtime-test && npm install \
-                    --ignore-scripts --no-save && node node_modules/bun/install.js` (as .ci/run \
-                    does)";
-        assert!(
-            std::env::var_os("XCSH_REQUIRE_UPSTREAM_RUNTIME").is_none(),
-            "the upstream runtime is not installed: {hint}"
-        );
-        eprintln!("skipped: @oh-my-pi/pi-natives is not installed; {hint}");
+    let Some((dir, bun)) = upstream_runtime("@oh-my-pi/pi-natives") else {
         return;
-    }
+    };
     let mut refused = 0;
     for case in CASES {
         let theirs = tempfile::tempdir().unwrap();

@@ -10,24 +10,13 @@
 //! so and passes, unless `XCSH_REQUIRE_UPSTREAM_RUNTIME=1` (set by `.ci/run`) makes that a
 //! failure.
 
-use xcsh_integration_tests::node::{assert_success, package_dir, run_with};
+use xcsh_integration_tests::node::{assert_success, run_with, upstream_runtime};
 
 #[test]
 fn the_binding_works_inside_the_real_upstream_runtime() {
-    let dir = package_dir().join("runtime-test");
-    let bun = dir.join("node_modules/.bin/bun");
-    let runtime = dir.join("node_modules/@oh-my-pi/pi-coding-agent/package.json");
-    if !bun.exists() || !runtime.exists() {
-        let hint =
-            "install it with `cd bindings/node/runtime-test && npm install --ignore-scripts \
-                    --no-save && node node_modules/bun/install.js` (as .ci/run does)";
-        assert!(
-            std::env::var_os("XCSH_REQUIRE_UPSTREAM_RUNTIME").is_none(),
-            "the upstream runtime is not installed: {hint}"
-        );
-        eprintln!("skipped: @oh-my-pi/pi-coding-agent is not installed; {hint}");
+    let Some((dir, bun)) = upstream_runtime("@oh-my-pi/pi-coding-agent") else {
         return;
-    }
+    };
     // A scratch HOME: nothing the runtime or Bun writes lands in the user's.
     let home = tempfile::tempdir().unwrap();
     let output = run_with(
