@@ -69,16 +69,34 @@ async fn pid_of(server: &McpServerProcess, tool: &str, arguments: serde_json::Va
 
 /// Wait until `pid` is no longer a child of the server; how long that took.
 async fn wait_until_stopped(server: &McpServerProcess, pid: u32) -> Duration {
+    wait_for_children(
+        server,
+        &format!("plugin process {pid} was never stopped"),
+        |pids| !pids.contains(&pid),
+    )
+    .await
+}
+
+/// Wait (up to [`PATIENCE`]) until the server's children satisfy `done`; how long that took.
+/// Fails the test with `what`, the children and the server's stderr otherwise.
+async fn wait_for_children(
+    server: &McpServerProcess,
+    what: &str,
+    done: impl Fn(&[u32]) -> bool,
+) -> Duration {
     let start = Instant::now();
-    while children(server).contains(&pid) {
+    loop {
+        let pids = children(server);
+        if done(&pids) {
+            return start.elapsed();
+        }
         assert!(
             start.elapsed() < PATIENCE,
-            "plugin process {pid} was never stopped; stderr:\n{}",
+            "{what}: {pids:?}; stderr:\n{}",
             server.stderr()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    start.elapsed()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,15 +114,7 @@ async fn an_idle_plugin_is_stopped_and_its_next_call_answers_from_a_new_process(
     );
     // The plugin process ended; the two above it in its PID namespace (`sys::contain`) end
     // right after it.
-    let ending = Instant::now();
-    while !children(&server).is_empty() {
-        assert!(
-            ending.elapsed() < PATIENCE,
-            "still running after the stop: {:?}",
-            children(&server)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for_children(&server, "still running after the stop", <[u32]>::is_empty).await;
     let second = pid_of(&server, "pid", json!({})).await;
     assert_ne!(
         first, second,
