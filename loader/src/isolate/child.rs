@@ -438,6 +438,7 @@ fn handle(shared: &Shared, message: HostMessage, cancel: CancelToken) {
                 shared.runtime.block_on(tool.on_session(event));
             }
             ended(shared, call);
+            shared.outgoing.send(&ChildMessage::Heard { call });
         }
         HostMessage::Cancel { .. }
         | HostMessage::Shutdown

@@ -204,6 +204,9 @@ pub(super) enum Stop {
 #[derive(Default)]
 pub(super) struct Shared {
     pub(super) calls: Mutex<HashMap<u64, CallSlot>>,
+    /// Session events not yet heard: each sender is dropped when the child says it heard its
+    /// event, or when the child is gone, which is what the host's `on_session` waits for.
+    pub(super) hearing: Mutex<HashMap<u64, oneshot::Sender<()>>>,
     /// Apply and reject requests not yet answered; answered under this lock.
     pub(super) requests: Mutex<HashMap<u64, Waiting>>,
     /// Set once the child is gone: how it ended.
@@ -482,9 +485,26 @@ impl Connection {
     }
 
     /// Tell the child's `tool` of a session event (not answered).
-    pub(super) fn session_event(&self, tool: String, event: crate::services::SessionEvent) {
+    pub(super) fn session_event(
+        &self,
+        tool: String,
+        event: crate::services::SessionEvent,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let call = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (sender, heard) = oneshot::channel::<()>();
+        {
+            // Under the lock the reaper takes to forget every event: either it sees this one or
+            // this sees the child's end (and nothing is sent to a child that is gone).
+            let mut hearing = lock(&self.shared.hearing);
+            if self.ended().is_none() {
+                hearing.insert(call, sender);
+            }
+        }
         self.send(HostMessage::SessionEvent { call, tool, event });
+        async move {
+            // Heard, or the child is gone: either way nothing is left to wait for.
+            let _ = heard.await;
+        }
     }
 
     /// Start a call of `tool`.
@@ -643,7 +663,9 @@ fn finish(shared: &Shared, status: std::io::Result<std::process::ExitStatus>) {
     };
     let calls: Vec<CallSlot> = {
         let mut calls = lock(&shared.calls);
+        let mut hearing = lock(&shared.hearing);
         *lock(&shared.ended) = Some(cause.clone());
+        hearing.clear();
         calls.drain().map(|(_, slot)| slot).collect()
     };
     shared.ended_signal.cancel();

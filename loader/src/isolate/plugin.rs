@@ -479,7 +479,7 @@ impl Tool for IsolatedTool {
             // holds no state to rebuild: it is not started for an event.
             let current = plugin.current.lock().await.clone();
             if let Some(connection) = current {
-                connection.session_event(tool, event);
+                connection.session_event(tool, event).await;
             }
         })
     }

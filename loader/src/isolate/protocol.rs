@@ -58,8 +58,9 @@ pub(crate) enum HostMessage {
         request: u64,
         reply: Result<HostReply, String>,
     },
-    /// Tell `tool` of a session event; nothing is answered (protocol 5). `call` numbers it
-    /// among the calls, so a shutdown waits for it like for a call.
+    /// Tell `tool` of a session event; answered by [`ChildMessage::Heard`] once the tool has
+    /// heard it (protocol 5). `call` numbers it among the calls, so a shutdown waits for it
+    /// like for a call.
     SessionEvent {
         call: u64,
         tool: String,
@@ -146,6 +147,9 @@ pub(crate) enum ChildMessage {
         call: u64,
         outcome: Result<AgentToolResult, String>,
     },
+    /// The tool heard the [`HostMessage::SessionEvent`] numbered `call` (its `on_session`
+    /// returned), so what the host sends next finds its state rebuilt.
+    Heard { call: u64 },
     /// An `apply` or `reject` ended.
     Resolved {
         request: u64,

@@ -123,6 +123,10 @@ impl Reader {
                     slot.finished.cancel();
                 }
             }
+            ChildMessage::Heard { call } => {
+                // Dropping the sender wakes the host's `on_session`.
+                lock(&shared.hearing).remove(&call);
+            }
             ChildMessage::Update { call, result } => {
                 let updates = lock(&shared.calls)
                     .get(&call)

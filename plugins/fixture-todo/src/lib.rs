@@ -87,6 +87,9 @@ impl CustomTool for Todo {
         )
     }
     async fn on_session(&self, event: SessionEvent) -> Result<(), PluginError> {
+        // Rebuilding takes a while here (as reading files would), so a host that sends the
+        // next call before the tool has heard the event is caught listing stale items.
+        std::thread::sleep(std::time::Duration::from_millis(150));
         let heard = {
             let mut heard = self.heard.lock().unwrap_or_else(|p| p.into_inner());
             heard.push(reason_name(&event.reason));
