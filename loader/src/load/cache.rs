@@ -64,7 +64,7 @@ impl PrivateCache {
     }
 
     /// A cache kept in `dir`.
-    #[cfg(test)]
+    #[cfg(all(test, unix))]
     pub(crate) fn in_dir(dir: impl Into<PathBuf>) -> Self {
         Self { dir: dir.into() }
     }

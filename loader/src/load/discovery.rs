@@ -158,7 +158,7 @@ fn add(
     found: &mut Vec<Candidate>,
     errors: &mut Vec<LoadError>,
 ) {
-    match path.canonicalize() {
+    match dunce::canonicalize(path) {
         Ok(canonical) => {
             if seen.insert(canonical.clone()) {
                 found.push(Candidate {

@@ -85,7 +85,7 @@ impl CheckedFile {
     /// Resolve `path` to its canonical form, check it and every directory above it (owner,
     /// mode, type, name), then open it. Nothing is read or loaded.
     pub fn read(path: &Path) -> Result<Self, LoadError> {
-        let canonical = path.canonicalize().map_err(|error| {
+        let canonical = dunce::canonicalize(path).map_err(|error| {
             LoadError::new(
                 path,
                 LoadErrorKind::Unreadable {

@@ -47,7 +47,7 @@ pub(crate) fn shell_quote(path: &Path) -> String {
 
 /// Check the plugin file at `path` (absolute and canonical) and every directory above it,
 /// then read it once. Returns the bytes of exactly the object that was checked.
-#[cfg(test)]
+#[cfg(all(test, unix))]
 pub(crate) fn read_plugin(path: &Path) -> Result<Vec<u8>, Refusal> {
     let (file, _) = open_plugin(path)?;
     crate::sys::read_all(&file).map_err(|e| Refusal::Unreadable(format!("cannot read: {e}")))

@@ -92,7 +92,7 @@ impl Selector {
     fn new(plugin: &str) -> Self {
         if plugin.contains(std::path::MAIN_SEPARATOR) {
             let path = PathBuf::from(plugin);
-            Selector::Path(path.canonicalize().unwrap_or(path))
+            Selector::Path(dunce::canonicalize(&path).unwrap_or(path))
         } else {
             Selector::FileName(plugin.to_owned())
         }

@@ -26,7 +26,6 @@ pub(crate) mod heap;
 mod memfd;
 mod network;
 mod private_copy;
-#[cfg(unix)]
 pub mod program_home;
 pub mod sandbox;
 #[cfg(plugin_processes)]

@@ -23,6 +23,7 @@ fn private_dir() -> std::io::Result<PathBuf> {
             "xcsh-plugin-{}-{n}-{nanos:08x}",
             std::process::id()
         ));
+        #[cfg_attr(not(unix), allow(unused_mut))]
         let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);

@@ -22,7 +22,6 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 /// The private home of plugin processes, and the toolchains under the user's home they read.
-#[cfg(unix)]
 pub use super::program_home::{toolchain_reads, PROGRAM_ENVIRONMENT, SECRETS, TOOLCHAIN_DIRS};
 
 /// What to allow a plugin process.

@@ -311,7 +311,8 @@ impl Interrupt {
     }
 }
 
-/// The next `SIGINT`, `SIGTERM` or `SIGHUP` (`None` if they cannot be watched).
+/// The next `SIGINT`, `SIGTERM` or `SIGHUP`, or on Windows the console event standing for
+/// one (`None` if they cannot be watched).
 async fn next_signal() -> Option<EndSignal> {
     #[cfg(unix)]
     {
@@ -329,7 +330,30 @@ async fn next_signal() -> Option<EndSignal> {
             _ = hangup.recv() => Some(EndSignal::Hangup),
         }
     }
-    #[cfg(not(unix))]
+    // Windows' console events, mapped to the signals they stand for: Ctrl-C and Ctrl-Break
+    // interrupt, closing the console window hangs up (Windows waits about five seconds for
+    // the handler before it ends the process), a shutdown or logoff terminates.
+    #[cfg(windows)]
+    {
+        use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close, ctrl_logoff, ctrl_shutdown};
+        let (Ok(mut c), Ok(mut brk), Ok(mut close), Ok(mut logoff), Ok(mut shutdown)) = (
+            ctrl_c(),
+            ctrl_break(),
+            ctrl_close(),
+            ctrl_logoff(),
+            ctrl_shutdown(),
+        ) else {
+            return None;
+        };
+        tokio::select! {
+            _ = c.recv() => Some(EndSignal::Interrupt),
+            _ = brk.recv() => Some(EndSignal::Interrupt),
+            _ = close.recv() => Some(EndSignal::Hangup),
+            _ = logoff.recv() => Some(EndSignal::Terminate),
+            _ = shutdown.recv() => Some(EndSignal::Terminate),
+        }
+    }
+    #[cfg(not(any(unix, windows)))]
     {
         tokio::signal::ctrl_c()
             .await

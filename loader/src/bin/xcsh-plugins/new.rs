@@ -85,8 +85,7 @@ fn api_dir_at(dir: &Path, cwd: &Path) -> Result<PathBuf, CliError> {
             dir.display()
         )));
     };
-    found
-        .canonicalize()
+    dunce::canonicalize(found)
         .map_err(|e| CliError::Usage(format!("--api-path {}: {e}", found.display())))
 }
 

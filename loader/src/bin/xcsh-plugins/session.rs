@@ -182,7 +182,7 @@ fn session_cwd(cwd: Option<PathBuf>) -> Result<PathBuf, CliError> {
         return std::env::current_dir()
             .map_err(|e| CliError::Failure(format!("cannot read the current directory: {e}")));
     };
-    let canonical = dir.canonicalize().map_err(|e| {
+    let canonical = dunce::canonicalize(&dir).map_err(|e| {
         let cause = match e.kind() {
             std::io::ErrorKind::NotFound => "no such directory".to_owned(),
             _ => e.to_string(),

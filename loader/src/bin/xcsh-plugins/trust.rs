@@ -164,13 +164,13 @@ pub fn trust(args: TrustArgs) -> Result<TrustReport, CliError> {
 
 /// The canonical form of `path` even when the file itself is gone (its directory resolved).
 fn canonical_or_lexical(path: &Path) -> PathBuf {
-    if let Ok(canonical) = path.canonicalize() {
+    if let Ok(canonical) = dunce::canonicalize(path) {
         return canonical;
     }
     match (path.parent(), path.file_name()) {
-        (Some(parent), Some(name)) => parent
-            .canonicalize()
-            .map_or_else(|_| path.to_owned(), |p| p.join(name)),
+        (Some(parent), Some(name)) => {
+            dunce::canonicalize(parent).map_or_else(|_| path.to_owned(), |p| p.join(name))
+        }
         _ => path.to_owned(),
     }
 }
