@@ -155,13 +155,29 @@ impl JournalPlace {
             Err(e) => return Err(e),
         };
         let dir = place(root);
+        let mut pending_delete = 0;
         loop {
             match fs::create_dir(&dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e),
             }
-            let lock = open_lock(&dir, created_xcsh)?;
+            let lock = match open_lock(&dir, created_xcsh) {
+                Ok(lock) => lock,
+                // Windows: the last one out removed the lock and has not closed it yet
+                // (`leave`); it is gone within moments. Bounded, so that a lock file that
+                // truly cannot be opened is still reported.
+                Err(e)
+                    if cfg!(windows)
+                        && e.kind() == io::ErrorKind::PermissionDenied
+                        && pending_delete < 1000 =>
+                {
+                    pending_delete += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             lock.lock_shared()?;
             if still_named(&lock, &dir) {
                 return Ok(JournalPlace { dir, lock });
@@ -179,6 +195,10 @@ impl JournalPlace {
         let lock = match open_lock(&dir, false) {
             Ok(lock) => lock,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Exclusive::Absent),
+            // Windows: a commit is leaving the place (its lock is removed, not yet closed).
+            Err(e) if cfg!(windows) && e.kind() == io::ErrorKind::PermissionDenied => {
+                return Ok(Exclusive::Busy)
+            }
             Err(e) => return Err(e),
         };
         match lock.try_lock() {
@@ -194,7 +214,11 @@ impl JournalPlace {
 
     /// The commits' directories in the place, in name order.
     pub fn commits(&self) -> io::Result<Vec<PathBuf>> {
-        let mut dirs: Vec<PathBuf> = fs::read_dir(&self.dir)?
+        JournalPlace::commits_in(&self.dir)
+    }
+
+    fn commits_in(dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let mut dirs: Vec<PathBuf> = fs::read_dir(dir)?
             .filter_map(Result::ok)
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .map(|e| e.path())
@@ -206,18 +230,29 @@ impl JournalPlace {
     /// Let go of the place; the last one out (nothing else holds the lock, no commit's
     /// directory left) removes it, and `.xcsh/` when a commit created it and it is empty.
     pub fn leave(self) {
-        let exclusive = match self.lock.try_lock() {
+        let JournalPlace { dir, lock } = self;
+        // Ours let go first: Windows does not turn a shared lock into an exclusive one (the
+        // two would stack, and the exclusive one fails against our own); whoever takes it
+        // meanwhile cleans up when it leaves.
+        let _ = lock.unlock();
+        let exclusive = match lock.try_lock() {
             Ok(()) => true,
             Err(_) => false,
         };
-        if !exclusive || !self.commits().is_ok_and(|c| c.is_empty()) {
+        let empty = || JournalPlace::commits_in(&dir).is_ok_and(|c| c.is_empty());
+        if !exclusive || !empty() {
             return;
         }
         let mut marker = String::new();
-        let _ = (&self.lock).read_to_string(&mut marker);
-        let _ = fs::remove_file(self.dir.join(LOCK_FILE));
-        if fs::remove_dir(&self.dir).is_ok() && marker == CREATED_XCSH {
-            if let Some(xcsh) = self.dir.parent() {
+        let _ = (&lock).read_to_string(&mut marker);
+        // Removed while still held, so nobody enters through it meanwhile: on Unix the name
+        // goes at once; on Windows it stays until the last handle closes, and opening it
+        // fails until then (`enter_shared` waits that out), so ours is closed before the
+        // directory can go.
+        let _ = fs::remove_file(dir.join(LOCK_FILE));
+        drop(lock);
+        if fs::remove_dir(&dir).is_ok() && marker == CREATED_XCSH {
+            if let Some(xcsh) = dir.parent() {
                 // Only if empty: anything else in `.xcsh/` is the user's.
                 let _ = fs::remove_dir(xcsh);
             }

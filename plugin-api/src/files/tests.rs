@@ -8,7 +8,10 @@ fn snapshot(dir: &Path) -> BTreeMap<String, String> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
-            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            // `/` between components everywhere, so one expectation holds on Windows too.
+            let rel = path.strip_prefix(root).unwrap();
+            let rel: Vec<_> = rel.iter().map(|c| c.to_string_lossy()).collect();
+            let rel = rel.join("/");
             if path.is_dir() {
                 out.insert(format!("{rel}/"), String::new());
                 walk(root, &path, out);
