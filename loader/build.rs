@@ -11,7 +11,7 @@ fn main() {
     println!("cargo:rustc-env=XCSH_HOST_TARGET={target}");
     println!("cargo::rustc-check-cfg=cfg(plugin_processes)");
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
-    if os == "linux" || os == "macos" {
+    if os == "linux" || os == "macos" || os == "windows" {
         println!("cargo:rustc-cfg=plugin_processes");
     }
     println!("cargo:rerun-if-changed=build.rs");

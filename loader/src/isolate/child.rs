@@ -27,7 +27,6 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::AtomicUsize;
 
 use super::protocol::{
@@ -38,15 +37,17 @@ use crate::plugin_abi::{instantiate, KeepAliveSink, PluginTool, PushSink};
 use crate::plugin_log::PluginLogSink;
 use crate::store::PendingAction;
 use crate::sys::sandbox::{apply_limits, Confinement, SandboxPolicy};
-use crate::sys::spawn::{die_with_parent, parent_is, take_inherited};
+use crate::sys::spawn::{
+    die_with_parent, parent_is, take_link, take_plugin, ChildRead, ChildWrite,
+};
 use crate::tool::{CallContext, CancelToken, Tool, GRACE_PERIOD};
 use actions::Pushes;
 
 /// What the host passes on the command line.
 struct Arguments {
     protocol: u32,
-    socket: i32,
-    plugin_fd: i32,
+    socket: i64,
+    plugin_fd: i64,
     path: PathBuf,
     cwd: PathBuf,
     store: bool,
@@ -120,8 +121,11 @@ pub fn child_main() -> ExitCode {
     let programs_contained = crate::sys::contain::contain_programs();
     // No PID namespaces: what the plugin starts may outlive it, and `list` says so; the host
     // still ends this process's group when it reaps it.
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(all(unix, not(target_os = "linux")))]
     let programs_contained = false;
+    // The host's Job Object holds this process and all it starts, and ends them together.
+    #[cfg(windows)]
+    let programs_contained = true;
     let confinement = arguments.sandbox.as_ref().map(|policy| {
         confine(policy).map(|mut confinement| {
             confinement.programs_contained = programs_contained;
@@ -146,7 +150,7 @@ pub fn child_main() -> ExitCode {
 }
 
 /// The writing end of the socket, shared by every thread of the child.
-type Outgoing = Arc<FrameWriter<UnixStream>>;
+type Outgoing = Arc<FrameWriter<ChildWrite>>;
 
 /// The plugin's keep-alive request ([`crate::plugin_abi::KeepAliveSink`]): sent to the host
 /// once the handshake is out (the host reads nothing else before the `Hello`), so a request
@@ -177,7 +181,7 @@ impl KeepAlive {
 
 /// What every worker thread of the child shares.
 struct Shared {
-    reader: Mutex<FrameReader<UnixStream>>,
+    reader: Mutex<FrameReader<ChildRead>>,
     outgoing: Outgoing,
     tools: HashMap<String, Arc<PluginTool>>,
     /// The running calls, applies and rejects, by number (the host numbers them from one
@@ -211,21 +215,13 @@ fn serve(
     confinement: Option<Result<Confinement, String>>,
     runtime: tokio::runtime::Handle,
 ) -> i32 {
-    let (socket, plugin) = match (
-        take_inherited(arguments.socket),
-        take_inherited(arguments.plugin_fd),
+    let ((stream, writer), plugin) = match (
+        take_link(arguments.socket),
+        take_plugin(arguments.plugin_fd),
     ) {
-        (Ok(socket), Ok(plugin)) => (socket, plugin),
+        (Ok(link), Ok(plugin)) => (link, plugin),
         (Err(error), _) | (_, Err(error)) => {
-            eprintln!("xcsh-plugin-host: bad inherited descriptor: {error}");
-            return 2;
-        }
-    };
-    let stream = UnixStream::from(socket);
-    let writer = match stream.try_clone() {
-        Ok(writer) => writer,
-        Err(error) => {
-            eprintln!("xcsh-plugin-host: bad socket: {error}");
+            eprintln!("xcsh-plugin-host: bad inherited link or plugin file: {error}");
             return 2;
         }
     };
@@ -255,7 +251,7 @@ fn serve(
         outgoing.send(&ChildMessage::Probing);
         // What loading in process runs: the library's constructors, the checks, and its
         // factory (whose own errors are the host's to report: only a crash is the verdict).
-        let outcome = load_inherited(&arguments.path, File::from(plugin)).map(|library| {
+        let outcome = load_inherited(&arguments.path, plugin).map(|library| {
             let _ = instantiate(library, &arguments.path, &arguments.cwd, None, None, None);
         });
         outgoing.send(&ChildMessage::Probed {
@@ -264,13 +260,7 @@ fn serve(
         return 0;
     }
     let pushes: Arc<Pushes> = Arc::default();
-    let loaded = load(
-        &arguments,
-        File::from(plugin),
-        &outgoing,
-        &pushes,
-        confinement,
-    );
+    let loaded = load(&arguments, plugin, &outgoing, &pushes, confinement);
     let tools = match loaded {
         Ok(tools) => tools,
         Err(kind) => {

@@ -12,14 +12,11 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
-
-use std::os::unix::net::UnixStream;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
@@ -33,7 +30,7 @@ use crate::load::{LoadError, LoadErrorKind};
 use crate::plugin_log::{PluginLogLevel, PluginLogSink};
 use crate::store::PendingActionSink;
 use crate::sys::sandbox::{Confinement, SandboxPolicy};
-use crate::sys::spawn::{describe_exit, inherit_and_die_with_parent};
+use crate::sys::spawn::{describe_exit, hand_over, tokio_child_id, Containment, HostWrite};
 use crate::tool::{CancelToken, UpdateSink, GRACE_PERIOD};
 
 /// How long writing one frame to a child may block before the child is given up on.
@@ -233,7 +230,7 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The host's handle on one running child. Dropping the last handle shuts the child down.
 pub(super) struct Connection {
     pub path: PathBuf,
-    outgoing: FrameWriter<UnixStream>,
+    outgoing: FrameWriter<HostWrite>,
     stop: mpsc::UnboundedSender<Stop>,
     shared: Arc<Shared>,
     next_id: AtomicU64,
@@ -270,17 +267,6 @@ impl Connection {
     pub(super) async fn start(launch: Launch) -> Result<(Arc<Connection>, Hello), LoadError> {
         let fail =
             |cause: String| LoadError::new(&launch.path, LoadErrorKind::PluginProcess { cause });
-        let (parent_end, child_end) =
-            UnixStream::pair().map_err(|e| fail(format!("socketpair: {e}")))?;
-        let writer = parent_end
-            .try_clone()
-            .map_err(|e| fail(format!("socketpair: {e}")))?;
-        // A child that stops reading must not block a caller's thread for good.
-        writer
-            .set_write_timeout(Some(WRITE_LIMIT))
-            .map_err(|e| fail(format!("socketpair: {e}")))?;
-        let socket_fd = child_end.as_raw_fd();
-        let plugin_fd = launch.descriptor.as_raw_fd();
         let mut command = tokio::process::Command::new(&launch.host_binary);
         // A clean environment: what the sandbox lets through by name, and what is set below
         // (the host's secrets, `GITHUB_TOKEN` and the like, never reach the plugin).
@@ -289,16 +275,11 @@ impl Connection {
             .envs(launch.sandbox.environment())
             .arg("--protocol")
             .arg(PROTOCOL_VERSION.to_string())
-            .arg("--socket")
-            .arg(socket_fd.to_string())
-            .arg("--plugin-fd")
-            .arg(plugin_fd.to_string())
             .arg("--path")
             .arg(&launch.path)
             .arg("--cwd")
             .arg(&launch.cwd)
             .env("XCSH_PLUGIN_HOST_PARENT", std::process::id().to_string())
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
@@ -309,16 +290,16 @@ impl Connection {
             .map_err(|e| fail(format!("cannot encode the sandbox policy: {e}")))?;
         command.arg("--sandbox").arg(policy);
         // The private temporary directory, or none: the shared one is not readable.
-        command.env_remove("TMPDIR");
-        if let Some(temp_dir) = &launch.temp_dir {
-            command.env("TMPDIR", temp_dir);
+        for name in crate::sys::sandbox::TEMP_VARIABLES {
+            command.env_remove(name);
+            if let Some(temp_dir) = &launch.temp_dir {
+                command.env(name, temp_dir);
+            }
         }
         command.envs(launch.program_env.iter().map(|(k, v)| (k, v)));
-        inherit_and_die_with_parent(
-            command.as_std_mut(),
-            [socket_fd, plugin_fd],
-            std::process::id(),
-        );
+        let ((parent_end, writer), handover) =
+            hand_over(command.as_std_mut(), &launch.descriptor, WRITE_LIMIT)
+                .map_err(|e| fail(format!("cannot make the link to the plugin process: {e}")))?;
         let mut child = command.spawn().map_err(|e| {
             fail(format!(
                 "cannot start {}: {e}; set {}=/path/to/{} or use in-process isolation",
@@ -327,7 +308,12 @@ impl Connection {
                 super::PLUGIN_HOST_BIN
             ))
         })?;
-        drop(child_end);
+        let containment = handover
+            .started(tokio_child_id(&child), launch.sandbox.memory_limit)
+            .map_err(|e| {
+                let _ = child.start_kill();
+                fail(format!("cannot contain the plugin process: {e}"))
+            })?;
         let name = launch
             .path
             .file_name()
@@ -384,7 +370,7 @@ impl Connection {
                 cwd: launch.cwd.clone(),
             }
         });
-        tokio::spawn(reap(child, stops, output, Arc::clone(&shared)));
+        tokio::spawn(reap(child, containment, stops, output, Arc::clone(&shared)));
         let handshake = tokio::time::timeout(HANDSHAKE_LIMIT, hello).await;
         let hello = match handshake {
             Ok(Ok(Ok(hello))) => hello,
@@ -618,18 +604,13 @@ async fn log_lines(
 /// waited on it with how it ended.
 async fn reap(
     mut child: tokio::process::Child,
+    containment: Containment,
     mut stops: mpsc::UnboundedReceiver<Stop>,
     output: Vec<tokio::task::JoinHandle<()>>,
     shared: Arc<Shared>,
 ) {
-    // The child leads a session and process group of its own: what it started and left in
-    // its group ends with it, where no PID namespace already did that.
-    let group = child.id();
-    let end_group = || {
-        if let Some(pid) = group.and_then(|pid| rustix::process::Pid::from_raw(pid as i32)) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-    };
+    // What the child started and left behind ends with it (its process group, or its job).
+    let end_group = || containment.end_all();
     let status = tokio::select! {
         status = child.wait() => status,
         Some(Stop::Kill) = stops.recv() => {

@@ -148,7 +148,7 @@ mod tests {
         assert_eq!(find_plugin_host(Some(&explicit)), Ok(explicit));
     }
 
-    #[cfg(plugin_processes)]
+    #[cfg(all(plugin_processes, unix))]
     #[test]
     fn exits_are_described_by_signal_name_or_status() {
         use std::os::unix::process::ExitStatusExt;
@@ -161,5 +161,23 @@ mod tests {
             "exited with status 7"
         );
         assert_eq!(describe(ExitStatus::from_raw(33)), "killed by signal 33");
+    }
+
+    #[cfg(windows)]
+    #[test]
+    fn windows_exits_are_described_by_crash_or_status() {
+        use std::os::windows::process::ExitStatusExt;
+        use std::process::ExitStatus;
+        let describe = crate::sys::spawn::describe_exit;
+        assert_eq!(
+            describe(ExitStatus::from_raw(0xC000_0005)),
+            "crashed: access violation (0xC0000005)"
+        );
+        assert_eq!(
+            describe(ExitStatus::from_raw(0xC000_00FD)),
+            "crashed: stack overflow (0xC00000FD)"
+        );
+        assert_eq!(describe(ExitStatus::from_raw(3)), "aborted (exit status 3)");
+        assert_eq!(describe(ExitStatus::from_raw(7)), "exited with status 7");
     }
 }

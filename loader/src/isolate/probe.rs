@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use super::protocol::{ChildMessage, FrameReader, PROTOCOL_VERSION};
 use crate::load::{LoadError, LoadErrorKind};
 use crate::sys::sandbox::SandboxPolicy;
+use crate::sys::spawn;
 
 /// How long a probe may take: loading and checking a library takes milliseconds.
 pub(crate) const PROBE_LIMIT: Duration = Duration::from_secs(20);
@@ -54,7 +55,6 @@ pub(crate) fn probe(
 }
 
 fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Option<LoadError>> {
-    use std::os::fd::AsRawFd;
     let fail = |cause: String| Some(LoadError::new(path, LoadErrorKind::ProbeFailed { cause }));
     let not_started = |cause: String| {
         tracing::warn!(
@@ -81,23 +81,15 @@ fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Optio
         max_open_files: Some(crate::sys::sandbox::DEFAULT_MAX_OPEN_FILES),
         ..SandboxPolicy::default()
     };
-    let (ours, theirs) =
-        std::os::unix::net::UnixStream::pair().map_err(|e| not_started(e.to_string()))?;
-    ours.set_read_timeout(Some(PROBE_LIMIT))
-        .map_err(|e| not_started(e.to_string()))?;
     let policy_json = serde_json::to_string(&policy).map_err(|e| not_started(e.to_string()))?;
     let mut command = Command::new(host);
     command
         .env_clear()
         .envs(policy.environment())
-        .env("TMPDIR", scratch.path())
+        .envs(crate::sys::sandbox::TEMP_VARIABLES.map(|name| (name, scratch.path())))
         .env("XCSH_PLUGIN_HOST_PARENT", std::process::id().to_string())
         .arg("--protocol")
         .arg(PROTOCOL_VERSION.to_string())
-        .arg("--socket")
-        .arg(theirs.as_raw_fd().to_string())
-        .arg("--plugin-fd")
-        .arg(descriptor.as_raw_fd().to_string())
         .arg("--path")
         .arg(path)
         .arg("--cwd")
@@ -105,17 +97,31 @@ fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Optio
         .arg("--sandbox")
         .arg(policy_json)
         .arg("--probe")
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    crate::sys::spawn::inherit_and_die_with_parent(
-        &mut command,
-        [theirs.as_raw_fd(), descriptor.as_raw_fd()],
-        std::process::id(),
-    );
+    let ((ours, _writer), handover) = spawn::hand_over(&mut command, descriptor, PROBE_LIMIT)
+        .map_err(|e| not_started(e.to_string()))?;
+    spawn::set_read_limit(&ours, PROBE_LIMIT).map_err(|e| not_started(e.to_string()))?;
     let started = Instant::now();
     let mut child = command.spawn().map_err(|e| not_started(e.to_string()))?;
-    drop(theirs);
+    let containment = match handover.started(spawn::std_child_id(&child), policy.memory_limit) {
+        Ok(containment) => std::sync::Arc::new(containment),
+        Err(error) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(not_started(error.to_string()));
+        }
+    };
+    // The deadline where reads cannot time out (Windows' pipes): the child and what it started
+    // are ended, which ends the read.
+    let (answered, deadline) = std::sync::mpsc::channel::<()>();
+    let watched = std::sync::Arc::clone(&containment);
+    std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = deadline.recv_timeout(PROBE_LIMIT)
+        {
+            watched.end_all();
+        }
+    });
     let stderr = child.stderr.take();
     let reading = std::thread::spawn(move || {
         let mut text = String::new();
@@ -131,6 +137,7 @@ fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Optio
     } else {
         Ok(ChildMessage::Probing)
     };
+    drop(answered);
     // The child exits right after its verdict, or, when its plugin process crashed, as soon
     // as it has passed on how; one still there after that is killed.
     let ended_by = Instant::now() + EXIT_GRACE;
@@ -145,12 +152,14 @@ fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Optio
             Err(_) => break None,
         }
     };
+    // Whatever it started ends with it.
+    containment.end_all();
     let printed = reading.join().unwrap_or_default();
     match verdict {
         // It never got to the library: not a plugin host that runs here (another build or
         // architecture), or no sandbox could be set up. Loaded without a probe, as with none.
         _ if !started_probing => {
-            let how = status.map_or_else(|| "ended".to_owned(), crate::sys::spawn::describe_exit);
+            let how = status.map_or_else(|| "ended".to_owned(), spawn::describe_exit);
             tracing::warn!(
                 "{} is loaded without a probe first, so a damaged file could crash this process: {} {how} before it loaded anything{}",
                 path.display(),
@@ -169,7 +178,7 @@ fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Optio
             PROBE_LIMIT.as_secs()
         ))),
         Err(_) => {
-            let how = status.map_or_else(|| "ended".to_owned(), crate::sys::spawn::describe_exit);
+            let how = status.map_or_else(|| "ended".to_owned(), spawn::describe_exit);
             // Its last words (a panic's message, the dynamic loader's assertion), not a note
             // about backtraces.
             let said = last_words(&printed)

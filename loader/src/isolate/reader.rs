@@ -3,7 +3,6 @@
 //! pushes, log lines) to whoever waits for it, until the child closes the socket or sends
 //! something malformed (then the child is killed and counts as crashed).
 
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -19,7 +18,7 @@ use crate::plugin_log::plugin_log;
 /// results, updates, pushes and log lines until the child closes the socket or sends
 /// something malformed.
 pub(super) struct Reader {
-    pub(super) frames: FrameReader<UnixStream>,
+    pub(super) frames: FrameReader<crate::sys::spawn::HostRead>,
     pub(super) connection: Weak<Connection>,
     pub(super) shared: Arc<Shared>,
     pub(super) links: SessionLinks,

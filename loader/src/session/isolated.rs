@@ -66,9 +66,11 @@ pub(super) struct PrivateDirs {
 
 impl PrivateDirs {
     fn make() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("xcsh-plugins-")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("xcsh-plugins-");
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        let dir = builder
             .tempdir()
             .inspect_err(|error| {
                 tracing::warn!(
@@ -76,15 +78,26 @@ impl PrivateDirs {
                 );
             })
             .ok();
-        let home = match (&dir, std::env::home_dir()) {
-            (Some(private), Some(home)) => crate::sys::program_home::prepare(&home, private.path())
-                .inspect_err(|error| {
-                    tracing::warn!("cannot prepare the private home of plugin processes: {error}");
-                })
-                .ok(),
-            _ => None,
+        #[cfg(unix)]
+        let (env, readable) = {
+            let home = match (&dir, std::env::home_dir()) {
+                (Some(private), Some(home)) => {
+                    crate::sys::program_home::prepare(&home, private.path())
+                        .inspect_err(|error| {
+                            tracing::warn!(
+                                "cannot prepare the private home of plugin processes: {error}"
+                            );
+                        })
+                        .ok()
+                }
+                _ => None,
+            };
+            home.map_or_else(Default::default, |home| (home.env, home.readable))
         };
-        let (env, readable) = home.map_or_else(Default::default, |home| (home.env, home.readable));
+        // No private home where no sandbox keeps the real one unreadable (Windows): it
+        // would protect nothing there.
+        #[cfg(not(unix))]
+        let (env, readable) = (Vec::new(), Vec::new());
         Self { dir, env, readable }
     }
 

@@ -93,11 +93,58 @@ mod unix_paths {
 
 /// The host's variables every plugin process gets (those the host has): what a program needs
 /// to run. A trailing `*` matches any rest of the name.
+#[cfg(not(windows))]
 pub const BASE_ENVIRONMENT: &[&str] = &["PATH", "HOME", "USER", "LANG", "LC_*", "TERM", "TZ"];
 
-/// The variables the loader itself sets for a plugin process: its private `TMPDIR`, and the
-/// host's process id (the child checks it is still its parent).
+/// The host's variables every plugin process gets (those the host has): what a program needs
+/// to run on Windows, where a process without `SystemRoot` cannot even start its sockets, and
+/// programs find the user's folders through `USERPROFILE` and `APPDATA`. Names match without
+/// regard to case, as Windows treats them.
+#[cfg(windows)]
+pub const BASE_ENVIRONMENT: &[&str] = &[
+    "PATH",
+    "PATHEXT",
+    "SystemRoot",
+    "SystemDrive",
+    "windir",
+    "ComSpec",
+    "OS",
+    "NUMBER_OF_PROCESSORS",
+    "PROCESSOR_*",
+    "USERPROFILE",
+    "USERNAME",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "ProgramData",
+    "ProgramFiles*",
+    "ProgramW6432",
+    "CommonProgramFiles*",
+    "LANG",
+    "TZ",
+];
+
+/// The variables naming a plugin process's temporary directory (its private one).
+#[cfg(not(windows))]
+pub const TEMP_VARIABLES: [&str; 1] = ["TMPDIR"];
+
+/// The variables naming a plugin process's temporary directory (its private one): Windows'
+/// programs read `TEMP` and `TMP`.
+#[cfg(windows)]
+pub const TEMP_VARIABLES: [&str; 3] = ["TMPDIR", "TEMP", "TMP"];
+
+/// The variables the loader itself sets for a plugin process: its private `TMPDIR` (and on
+/// Windows `TEMP` and `TMP`, which programs there read instead), and the host's process id
+/// (the child checks it is still its parent).
+#[cfg(not(windows))]
 pub const LOADER_ENVIRONMENT: &[&str] = &["TMPDIR", "XCSH_PLUGIN_HOST_PARENT"];
+
+/// The variables the loader itself sets for a plugin process: its private `TMPDIR` (and on
+/// Windows `TEMP` and `TMP`, which programs there read instead), and the host's process id
+/// (the child checks it is still its parent).
+#[cfg(windows)]
+pub const LOADER_ENVIRONMENT: &[&str] = &["TMPDIR", "TEMP", "TMP", "XCSH_PLUGIN_HOST_PARENT"];
 
 /// Where every plugin process may read (those that exist): the system's programs, libraries
 /// and configuration, devices, the kernel's `/sys`, and of `/proc` only [`PROC_READABLE`].
@@ -146,6 +193,12 @@ const SYSTEM_LINKS: &[&str] = &["/etc/resolv.conf", "/etc/hosts", "/etc/localtim
 /// Whether `name` is one a `--pass-env` pattern names: the same name, or, for a pattern
 /// ending in `*`, any name starting with what comes before it.
 pub fn env_pattern_matches(pattern: &str, name: &str) -> bool {
+    // Windows' variable names are case-insensitive (`Path` is `PATH`).
+    let (pattern, name) = if cfg!(windows) {
+        (pattern.to_ascii_uppercase(), name.to_ascii_uppercase())
+    } else {
+        (pattern.to_owned(), name.to_owned())
+    };
     match pattern.strip_suffix('*') {
         Some(prefix) => name.starts_with(prefix),
         None => name == pattern,
@@ -218,7 +271,10 @@ impl SandboxPolicy {
 pub fn environment_enforcement(policy: &SandboxPolicy) -> Enforcement {
     let clean = std::env::vars_os().all(|(name, _)| {
         policy.passes_env(&name)
-            || LOADER_ENVIRONMENT.iter().any(|own| name == *own)
+            || LOADER_ENVIRONMENT.iter().any(|own| {
+                name.to_str()
+                    .is_some_and(|name| env_pattern_matches(own, name))
+            })
             || super::program_home::PROGRAM_ENVIRONMENT
                 .iter()
                 .any(|own| name == *own)
@@ -490,6 +546,13 @@ pub fn apply_limits(policy: &SandboxPolicy) -> Result<(), SandboxError> {
     if let Some(limit) = policy.max_processes {
         set("processes", Resource::Nproc, limit)?;
     }
+    Ok(())
+}
+
+/// Windows: the host sets the memory limit on the child's job (`sys::spawn`); nothing else
+/// here has a Windows counterpart yet.
+#[cfg(not(unix))]
+pub fn apply_limits(_policy: &SandboxPolicy) -> Result<(), SandboxError> {
     Ok(())
 }
 

@@ -1,5 +1,5 @@
-//! Starting a plugin child (`xcsh-plugin-host`) so that it inherits exactly the descriptors it
-//! needs and dies with its parent, and naming how a child ended.
+//! Unix: the link is one end of a `socketpair` the child inherits (`--socket N`), the plugin
+//! a descriptor it inherits (`--plugin-fd M`); everything else of ours is close-on-exec.
 //!
 //! Dying with the parent, by platform: on Linux the kernel sends the child `SIGKILL` when its
 //! parent dies (`PR_SET_PDEATHSIG`, armed between `fork` and `exec`). macOS has no such call:
@@ -8,10 +8,118 @@
 //! Either way the child also ends when its link to the host closes (the protocol reader sees
 //! the end of the socket), which covers a host that is still alive but let go of it.
 
-use std::os::fd::{BorrowedFd, RawFd};
+use std::fs::File;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::process::Stdio;
+use std::time::Duration;
 
 use rustix::io::FdFlags;
 use rustix::process::Signal;
+
+/// The host's reading end of the link to a child.
+pub(crate) type HostRead = UnixStream;
+/// The host's writing end (a clone of the same socket, with a write timeout).
+pub(crate) type HostWrite = UnixStream;
+/// The child's ends of the link.
+pub(crate) type ChildRead = UnixStream;
+/// The child's writing end (a clone of its socket).
+pub(crate) type ChildWrite = UnixStream;
+
+/// What the child is handed until it has started: its end of the socketpair (the caller
+/// holds the plugin's descriptor itself).
+pub(crate) struct Handover {
+    child_end: UnixStream,
+}
+
+/// Make the link to a child and prepare `command` to hand it its end and `plugin`: stdin
+/// empty, `--socket` and `--plugin-fd` named, the child in a session of its own that dies
+/// with this process ([`inherit_and_die_with_parent`]). A write that blocks longer than
+/// `write_limit` fails (the child stopped reading).
+pub(crate) fn hand_over(
+    command: &mut std::process::Command,
+    plugin: &File,
+    write_limit: Duration,
+) -> std::io::Result<((HostRead, HostWrite), Handover)> {
+    let (parent_end, child_end) = UnixStream::pair()?;
+    let writer = parent_end.try_clone()?;
+    writer.set_write_timeout(Some(write_limit))?;
+    let socket_fd = child_end.as_raw_fd();
+    let plugin_fd = plugin.as_raw_fd();
+    command
+        .arg("--socket")
+        .arg(socket_fd.to_string())
+        .arg("--plugin-fd")
+        .arg(plugin_fd.to_string())
+        .stdin(Stdio::null());
+    inherit_and_die_with_parent(command, [socket_fd, plugin_fd], std::process::id());
+    Ok(((parent_end, writer), Handover { child_end }))
+}
+
+/// What names a started child to [`Handover::started`]: its process id.
+pub(crate) type ChildId = u32;
+
+/// The process id of a child started by tokio (none once it was reaped).
+pub(crate) fn tokio_child_id(child: &tokio::process::Child) -> Option<ChildId> {
+    child.id()
+}
+
+/// The process id of a child started by std.
+pub(crate) fn std_child_id(child: &std::process::Child) -> Option<ChildId> {
+    Some(child.id())
+}
+
+/// The host's reading end with a read timeout (a probe's deadline).
+pub(crate) fn set_read_limit(reader: &HostRead, limit: Duration) -> std::io::Result<()> {
+    reader.set_read_timeout(Some(limit))
+}
+
+impl Handover {
+    /// The child was started: our copy of its end goes (so its end is seen when it exits).
+    /// The memory limit is the child's own to set (`RLIMIT_AS`, from its sandbox policy).
+    pub(crate) fn started(
+        self,
+        child_pid: Option<ChildId>,
+        _memory_limit: Option<u64>,
+    ) -> std::io::Result<Containment> {
+        drop(self.child_end);
+        Ok(Containment { group: child_pid })
+    }
+}
+
+/// What ends a child and everything it started: its process group (it leads one since
+/// `setsid`).
+pub(crate) struct Containment {
+    group: Option<u32>,
+}
+
+impl Containment {
+    /// Kill the child's process group: what it started and left in its group ends with it,
+    /// where no PID namespace already did that.
+    pub(crate) fn end_all(&self) {
+        let pid = self
+            .group
+            .and_then(|pid| i32::try_from(pid).ok())
+            .and_then(rustix::process::Pid::from_raw);
+        if let Some(pid) = pid {
+            let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+        }
+    }
+}
+
+/// The child's ends of the link: the socket it inherited as `--socket N`.
+pub(crate) fn take_link(raw: i64) -> std::io::Result<(ChildRead, ChildWrite)> {
+    let raw = RawFd::try_from(raw).map_err(std::io::Error::other)?;
+    let stream = UnixStream::from(take_inherited(raw)?);
+    let writer = stream.try_clone()?;
+    Ok((stream, writer))
+}
+
+/// The plugin file the child inherited as `--plugin-fd M`.
+pub(crate) fn take_plugin(raw: i64) -> std::io::Result<File> {
+    let raw = RawFd::try_from(raw).map_err(std::io::Error::other)?;
+    Ok(File::from(take_inherited(raw)?))
+}
 
 /// Prepare `command` so that the child starts a session of its own (no controlling terminal:
 /// nothing it runs can prompt on the user's terminal, and a Ctrl-C there reaches the host
@@ -19,7 +127,7 @@ use rustix::process::Signal;
 /// (everything else of ours keeps it and is closed by `exec`), the child is sent `SIGKILL`
 /// when its parent dies, it exits at once if its parent is already no longer `parent` (it
 /// died before the death signal was armed).
-pub(crate) fn inherit_and_die_with_parent(
+fn inherit_and_die_with_parent(
     command: &mut std::process::Command,
     inherit: [RawFd; 2],
     parent: u32,
@@ -62,7 +170,7 @@ pub(crate) fn parent_is(parent: u32) -> bool {
 
 /// Mark `fd` close-on-exec again (the child does it for the descriptors it inherited, so a
 /// process the plugin starts does not inherit them).
-pub(crate) fn set_cloexec(fd: BorrowedFd<'_>) -> std::io::Result<()> {
+fn set_cloexec(fd: BorrowedFd<'_>) -> std::io::Result<()> {
     Ok(rustix::io::fcntl_setfd(fd, FdFlags::CLOEXEC)?)
 }
 
@@ -148,7 +256,7 @@ pub(crate) fn describe_exit(status: std::process::ExitStatus) -> String {
 
 /// Take ownership of descriptor `raw`, inherited from the parent that started this process
 /// (`xcsh-plugin-host --socket N --plugin-fd M`), and make it close-on-exec again.
-pub(crate) fn take_inherited(raw: RawFd) -> std::io::Result<std::os::fd::OwnedFd> {
+fn take_inherited(raw: RawFd) -> std::io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
     if raw < 3 {
         return Err(std::io::Error::other(format!(
