@@ -244,7 +244,8 @@ pub const REFUSED_SOCKET_HINT: &str =
 
 /// Whether a load or call error reads like the sandbox refused a path (`EACCES`).
 pub fn is_refused_access(message: &str) -> bool {
-    message.contains("Permission denied") || message.contains("os error 13")
+    // `os error 13)`, not `os error 1359)` (a Windows code that starts the same).
+    message.contains("Permission denied") || message.contains("os error 13)")
 }
 
 /// [`sandbox_summary`] where the kernel has no usable Landlock.
@@ -256,15 +257,30 @@ pub const NO_SANDBOX: &str = "none (in-process)";
 /// The warning when a plugin process runs without a sandbox.
 pub fn sandbox_unavailable_warning(path: &Path) -> String {
     format!(
-        "plugin {} runs without a sandbox: this kernel has no usable Landlock, so its reads and writes are not confined",
+        "plugin {} runs without a sandbox: {NO_SANDBOX_HERE}, so its reads and writes are not confined",
         path.display()
     )
 }
 
+/// Why plugin processes have no sandbox here: on Linux the kernel lacks Landlock; elsewhere
+/// there is none for them yet (Landlock and seccomp are Linux's).
+#[cfg(target_os = "linux")]
+const NO_SANDBOX_HERE: &str = "this kernel has no usable Landlock";
+/// Why plugin processes have no sandbox here: on Linux the kernel lacks Landlock; elsewhere
+/// there is none for them yet (Landlock and seccomp are Linux's).
+#[cfg(not(target_os = "linux"))]
+const NO_SANDBOX_HERE: &str = "plugin processes have no sandbox on this platform";
+
 /// Why a plugin is refused under `--require-sandbox` when its process cannot be sandboxed
 /// (`LoadErrorKind::SandboxRequired`; the load error reads `refusing to run {path}: ...`).
+#[cfg(target_os = "linux")]
 pub const SANDBOX_REQUIRED_NO_LANDLOCK: &str =
     "a sandbox is required (--require-sandbox) and this kernel has no usable Landlock";
+/// Why a plugin is refused under `--require-sandbox` when its process cannot be sandboxed
+/// (`LoadErrorKind::SandboxRequired`; the load error reads `refusing to run {path}: ...`).
+#[cfg(not(target_os = "linux"))]
+pub const SANDBOX_REQUIRED_NO_LANDLOCK: &str =
+    "a sandbox is required (--require-sandbox) and plugin processes have no sandbox on this platform";
 
 /// Why a plugin is refused under `--require-sandbox` in in-process mode, which has no
 /// sandbox.

@@ -310,7 +310,7 @@ mod tests {
         };
         let (found, errors) = discovery.candidates();
         assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!(found[0].path, library.canonicalize().unwrap());
+        assert_eq!(found[0].path, dunce::canonicalize(&library).unwrap());
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(
             errors[0]

@@ -90,7 +90,8 @@ enum Selector {
 
 impl Selector {
     fn new(plugin: &str) -> Self {
-        if plugin.contains(std::path::MAIN_SEPARATOR) {
+        // `/` separates on Windows too (`C:/tools/foo.dll`).
+        if plugin.contains('/') || plugin.contains(std::path::MAIN_SEPARATOR) {
             let path = PathBuf::from(plugin);
             Selector::Path(dunce::canonicalize(&path).unwrap_or(path))
         } else {
