@@ -14,7 +14,7 @@ const host = require("./host.js");
 const platform = require("./platform.js");
 
 const ADDON_ENV = "XCSH_NATIVE_PLUGINS_ADDON";
-const HOST_BIN = "xcsh-plugin-host";
+const HOST_BIN = process.platform === "win32" ? "xcsh-plugin-host.exe" : "xcsh-plugin-host";
 const OPTION_NAMES = [
   "plugins",
   "defaultDirs",

@@ -15,13 +15,17 @@ const PLATFORMS = [
   { key: "linux-arm64-gnu", platform: "linux", arch: "arm64", libc: "glibc", triple: "aarch64-unknown-linux-gnu" },
   { key: "darwin-x64", platform: "darwin", arch: "x64", libc: null, triple: "x86_64-apple-darwin" },
   { key: "darwin-arm64", platform: "darwin", arch: "arm64", libc: null, triple: "aarch64-apple-darwin" },
+  { key: "win32-x64-gnu", platform: "win32", arch: "x64", libc: null, triple: "x86_64-pc-windows-gnu" },
+  { key: "win32-arm64-gnu", platform: "win32", arch: "arm64", libc: null, triple: "aarch64-pc-windows-gnullvm" },
 ].map((entry) => ({ ...entry, package: `${SCOPE}-${entry.key}`, addon: addonFile(entry.key) }));
 
 /// The prebuilt package for `platform`/`arch` (`process.platform`, `process.arch`) and, on
 /// Linux, `libc` ("glibc" or "musl"): `{ key, package, addon, triple }`, or `{ key, package:
 /// null, reason }` when there is none (the reason says why, and what there is).
 function targetOf(platform, arch, libc) {
-  const suffix = platform === "linux" ? (libc === "musl" ? "-musl" : "-gnu") : "";
+  // Windows' builds are the GNU targets (`-gnu`, as napi-rs names them; MSVC's would be `-msvc`).
+  const suffix =
+    platform === "linux" ? (libc === "musl" ? "-musl" : "-gnu") : platform === "win32" ? "-gnu" : "";
   const key = `${platform}-${arch}${suffix}`;
   const found = PLATFORMS.find((entry) => entry.key === key);
   if (found) return found;
@@ -96,10 +100,15 @@ function addonCandidates(target, packageDir, resolvePackage) {
     from: "a local build bundled by `npm pack`",
   });
   const repoTarget = path.join(packageDir, "..", "..", "target");
-  const suffix = target.key.startsWith("darwin-") ? "dylib" : "so";
+  // cargo's name for the cdylib there: `libX.so`, `libX.dylib`, `X.dll`.
+  const library = target.key.startsWith("darwin-")
+    ? "libxcsh_native_plugins.dylib"
+    : target.key.startsWith("win32-")
+      ? "xcsh_native_plugins.dll"
+      : "libxcsh_native_plugins.so";
   for (const profile of ["release", "debug"]) {
     candidates.push({
-      file: path.join(repoTarget, profile, `libxcsh_native_plugins.${suffix}`),
+      file: path.join(repoTarget, profile, library),
       from: `a cargo ${profile} build of the repository`,
     });
   }

@@ -26,6 +26,8 @@ test("each platform with a prebuilt addon maps to its package and addon file", (
     ["linux", "arm64", "glibc", "linux-arm64-gnu", "aarch64-unknown-linux-gnu"],
     ["darwin", "x64", null, "darwin-x64", "x86_64-apple-darwin"],
     ["darwin", "arm64", null, "darwin-arm64", "aarch64-apple-darwin"],
+    ["win32", "x64", null, "win32-x64-gnu", "x86_64-pc-windows-gnu"],
+    ["win32", "arm64", null, "win32-arm64-gnu", "aarch64-pc-windows-gnullvm"],
   ];
   for (const [os_, arch, libc, key, triple] of cases) {
     const target = platform.targetOf(os_, arch, libc);
@@ -46,7 +48,7 @@ test("an unsupported platform or musl has no package, and says why", () => {
   assert.equal(musl.package, null);
   assert.match(musl.reason, /^musl libc is not supported by the prebuilt addons \(they need glibc 2\.17/);
   for (const [os_, arch, libc, key] of [
-    ["win32", "x64", null, "win32-x64"],
+    ["win32", "ia32", null, "win32-ia32-gnu"],
     ["linux", "ia32", "glibc", "linux-ia32-gnu"],
     ["freebsd", "x64", null, "freebsd-x64"],
   ]) {
@@ -55,7 +57,7 @@ test("an unsupported platform or musl has no package, and says why", () => {
     assert.equal(target.package, null);
     assert.equal(
       target.reason,
-      `there is no prebuilt addon for ${key} (prebuilt for linux-x64-gnu, linux-arm64-gnu, darwin-x64, darwin-arm64)`,
+      `there is no prebuilt addon for ${key} (prebuilt for linux-x64-gnu, linux-arm64-gnu, darwin-x64, darwin-arm64, win32-x64-gnu, win32-arm64-gnu)`,
     );
   }
 });
@@ -101,7 +103,12 @@ test("the addon is looked for in the platform package, then native/, then the ca
       "/r/target/debug/libxcsh_native_plugins.dylib",
     ],
   );
-  const unsupported = platform.addonCandidates(platform.targetOf("win32", "x64", null), "/r/bindings/node", () => {
+  const windows = platform.addonCandidates(platform.targetOf("win32", "x64", null), "/r/bindings/node", () => null);
+  assert.deepEqual(
+    windows.map(({ file }) => file).slice(2),
+    ["/r/target/release/xcsh_native_plugins.dll", "/r/target/debug/xcsh_native_plugins.dll"],
+  );
+  const unsupported = platform.addonCandidates(platform.targetOf("freebsd", "x64", null), "/r/bindings/node", () => {
     throw new Error("no package to resolve");
   });
   assert.equal(unsupported.length, 3);
