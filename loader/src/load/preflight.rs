@@ -103,9 +103,13 @@ where
     Some(marker_from(bytes, has_root))
 }
 
-/// Any other format (Mach-O): a full parse.
+/// Any other format (Mach-O, PE): a full parse. A PE library's names are in its export table
+/// (a stripped one has no symbol table at all).
 fn any_marker<'data, R: ReadRef<'data>>(data: R) -> Option<ApiMarker> {
     let file = object::File::parse(data).ok()?;
+    if let Some(marker) = export_marker(&file) {
+        return Some(marker);
+    }
     let mut has_root = false;
     for symbol in file.dynamic_symbols().chain(file.symbols()) {
         let Ok(name) = symbol.name_bytes() else {
@@ -133,6 +137,30 @@ fn any_marker<'data, R: ReadRef<'data>>(data: R) -> Option<ApiMarker> {
         }
     }
     Some(marker_from(&[], has_root))
+}
+
+/// The marker as a PE library's export table names it (`None` for other formats: their names
+/// are in their dynamic symbols).
+fn export_marker<'data, R: ReadRef<'data>>(file: &object::File<'data, R>) -> Option<ApiMarker> {
+    if file.format() != object::BinaryFormat::Pe {
+        return None;
+    }
+    let exports = file.exports().ok()?;
+    let has_root = exports
+        .iter()
+        .any(|export| named(ROOT_MODULE_SYMBOL, export.name()));
+    let marker = exports
+        .iter()
+        .find(|export| named(VERSION_MARKER_SYMBOL, export.name()))
+        .and_then(|export| {
+            file.sections().find_map(|section| {
+                section
+                    .data_range(export.address(), VERSION_MARKER_LEN as u64)
+                    .ok()
+                    .flatten()
+            })
+        });
+    Some(marker_from(marker.unwrap_or(&[]), has_root))
 }
 
 /// The library's GNU build-id (the ELF `NT_GNU_BUILD_ID` note the linker writes, a hash
@@ -181,6 +209,8 @@ pub(crate) fn check_library<'data, R: ReadRef<'data>>(data: R) -> Result<(), Str
     match FileKind::parse(data).map_err(not_an_object)? {
         FileKind::Elf64 => check_elf::<elf::FileHeader64<Endianness>, R>(data, len),
         FileKind::Elf32 => check_elf::<elf::FileHeader32<Endianness>, R>(data, len),
+        #[cfg(windows)]
+        FileKind::Pe32 | FileKind::Pe64 => check_pe(data, len),
         _ => check_any(data, len),
     }
     .map_err(|problem| match problem {
@@ -419,6 +449,42 @@ where
     Ok(())
 }
 
+/// A PE file (Windows): a library for Windows programs (the GUI or console subsystem: not a
+/// driver, an EFI image or a boot application, which `LoadLibrary` would refuse or misload),
+/// then what [`check_any`] checks.
+#[cfg(windows)]
+fn check_pe<'data, R: ReadRef<'data>>(data: R, len: u64) -> Result<(), Problem> {
+    const GUI: u16 = 2;
+    const CONSOLE: u16 = 3;
+    let subsystem = pe_subsystem(data).ok_or_else(|| {
+        Problem::Other("its PE headers are cut short (no subsystem field)".to_owned())
+    })?;
+    if subsystem != GUI && subsystem != CONSOLE {
+        let what = match subsystem {
+            1 => "a native (driver) image",
+            10 => "an EFI application",
+            11 | 12 => "an EFI driver",
+            13 => "an EFI ROM image",
+            16 => "a Windows boot application",
+            _ => "an image for another subsystem",
+        };
+        return Err(Problem::Other(format!(
+            "it is {what} (PE subsystem {subsystem}), not a library Windows programs load"
+        )));
+    }
+    check_any(data, len)
+}
+
+/// The `Subsystem` field of a PE file's optional header: at the same offset (68) in PE32 and
+/// PE32+, after the 4-byte signature and the 20-byte file header.
+#[cfg(windows)]
+fn pe_subsystem<'data, R: ReadRef<'data>>(data: R) -> Option<u16> {
+    let pe_offset = u32::from_le_bytes(data.read_bytes_at(0x3c, 4).ok()?.try_into().ok()?);
+    let at = u64::from(pe_offset).checked_add(4 + 20 + 68)?;
+    let field = data.read_bytes_at(at, 2).ok()?;
+    Some(u16::from_le_bytes([field[0], field[1]]))
+}
+
 /// Any other format the `object` crate reads (Mach-O on macOS): a full parse.
 fn check_any<'data, R: ReadRef<'data>>(data: R, len: u64) -> Result<(), Problem> {
     let file = object::File::parse(data)?;
@@ -445,6 +511,22 @@ fn check_any<'data, R: ReadRef<'data>>(data: R, len: u64) -> Result<(), Problem>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A PE file marked an EFI application is refused for that, before anything else.
+    #[cfg(windows)]
+    #[test]
+    fn a_pe_library_for_another_subsystem_is_refused() {
+        let exe = std::env::current_exe().unwrap();
+        let bytes = std::fs::read(&exe).unwrap();
+        let pe = u32::from_le_bytes(bytes[0x3c..0x40].try_into().unwrap()) as usize;
+        let mut efi = bytes.clone();
+        efi[pe + 4 + 20 + 68..pe + 4 + 20 + 70].copy_from_slice(&10u16.to_le_bytes());
+        let message = check_library(efi.as_slice()).unwrap_err();
+        assert!(
+            message.contains("an EFI application (PE subsystem 10)"),
+            "{message}"
+        );
+    }
 
     #[test]
     fn junk_and_empty_files_are_refused() {

@@ -232,17 +232,19 @@ fn build_plugin_sh(name: &str, ident: &str) -> String {
     format!(
         r#"#!/usr/bin/env bash
 # Build this plugin for every platform xcsh runs on, into one multi-platform plugin folder:
-#   dist/{name}{PLUGIN_FOLDER_SUFFIX}/<target triple>/lib{ident}.so (or .dylib)
+#   dist/{name}{PLUGIN_FOLDER_SUFFIX}/<target triple>/lib{ident}.so (.dylib, or {ident}.dll)
 # which xcsh-plugins, its MCP server and the Node binding load as one plugin, picking this
-# machine's library. Usage: ./build-plugin.sh [TRIPLE...] (default: the four below).
+# machine's library. Usage: ./build-plugin.sh [TRIPLE...] (default: the six below).
 # Needs rustup, and cargo-zigbuild with zig (`pip install cargo-zigbuild ziglang`), which link
-# for other platforms and pin glibc 2.17 on Linux. macOS builds link here but run only on a Mac.
+# for other platforms and pin glibc 2.17 on Linux. macOS builds link here but run only on a Mac;
+# Windows builds are the GNU targets, as xcsh's own Windows builds (see xcsh's README).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 targets=("$@")
 if [ ${{#targets[@]}} -eq 0 ]; then
-    targets=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-apple-darwin aarch64-apple-darwin)
+    targets=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-apple-darwin aarch64-apple-darwin
+        x86_64-pc-windows-gnu aarch64-pc-windows-gnullvm)
 fi
 if ! command -v cargo-zigbuild >/dev/null 2>&1; then
     echo "build-plugin.sh: cargo-zigbuild is not installed: pip install cargo-zigbuild ziglang" >&2
@@ -261,6 +263,7 @@ for target in "${{targets[@]}}"; do
         # The oldest macOS Rust supports there: zig would otherwise stamp its newest SDK's.
         x86_64-apple-darwin) zig_target="$target"; library="lib{ident}.dylib"; export MACOSX_DEPLOYMENT_TARGET=10.12 ;;
         aarch64-apple-darwin) zig_target="$target"; library="lib{ident}.dylib"; export MACOSX_DEPLOYMENT_TARGET=11.0 ;;
+        x86_64-pc-windows-gnu | aarch64-pc-windows-gnullvm) zig_target="$target"; library="{ident}.dll" ;;
         *) echo "build-plugin.sh: $target is not a platform xcsh ships for" >&2; exit 2 ;;
     esac
     rustup target add "$target" >/dev/null 2>&1 || true
@@ -299,8 +302,11 @@ xcsh-plugins check dist/{name}{PLUGIN_FOLDER_SUFFIX}  # each platform's library
 ```
 
 `dist/{name}{PLUGIN_FOLDER_SUFFIX}/` holds one subfolder per target (`x86_64-unknown-linux-gnu`,
-`aarch64-unknown-linux-gnu`, `x86_64-apple-darwin`, `aarch64-apple-darwin`), each with that
-platform's library. Ship the whole folder: copy it into a project's `.xcsh/tools/` (then
+`aarch64-unknown-linux-gnu`, `x86_64-apple-darwin`, `aarch64-apple-darwin`,
+`x86_64-pc-windows-gnu`, `aarch64-pc-windows-gnullvm`), each with that platform's library.
+On Windows, build with the GNU toolchain too (`rustup target add x86_64-pc-windows-gnu`;
+`cargo build --release --target x86_64-pc-windows-gnu`): xcsh's Windows builds are GNU ones,
+and an MSVC-built plugin has not been tried with them. Ship the whole folder: copy it into a project's `.xcsh/tools/` (then
 `xcsh-plugins trust .xcsh/tools/{name}{PLUGIN_FOLDER_SUFFIX}`, which pins every library in
 it) or `~/.xcsh/agent/tools/`, or name it with `--plugin` or in the Node binding's `plugins`.
 Each machine loads its own platform's library and ignores the others. The Linux libraries
