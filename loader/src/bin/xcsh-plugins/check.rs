@@ -315,6 +315,9 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
 /// The sandbox policy of `plugin`'s process in a `check` under `host`'s options: the
 /// defaults, and what the options add.
 fn policy_of(host: &HostOptions, plugin: &Path) -> PolicyReport {
+    if !cfg!(target_os = "linux") {
+        return unconfined_policy(host);
+    }
     use xcsh_loader::sandbox::{BASE_ENVIRONMENT, PROC_READABLE, SYSTEM_READABLE};
     let shown = |path: &Path| path.display().to_string();
     let private = "TMPDIR (private)".to_owned();
@@ -362,5 +365,21 @@ fn policy_of(host: &HostOptions, plugin: &Path) -> PolicyReport {
         } else {
             "allowed"
         },
+    }
+}
+
+/// Where plugin processes have no sandbox (macOS, Windows): only the environment is the
+/// policy's; reads, writes and the network are whatever the user's own are.
+fn unconfined_policy(host: &HostOptions) -> PolicyReport {
+    use xcsh_loader::sandbox::{BASE_ENVIRONMENT, TEMP_VARIABLES};
+    let mut environment: Vec<String> = BASE_ENVIRONMENT.iter().map(|n| (*n).to_owned()).collect();
+    environment.extend(host.sandbox.pass_env.iter().cloned());
+    environment.push(format!("{} (private)", TEMP_VARIABLES.join(", ")));
+    let anything = "anything this user may (no sandbox on this platform)".to_owned();
+    PolicyReport {
+        environment,
+        reads: vec![anything.clone()],
+        writes: vec![anything],
+        network: "allowed (no sandbox on this platform)",
     }
 }

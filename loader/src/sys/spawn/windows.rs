@@ -43,6 +43,9 @@ pub(crate) type ChildRead = File;
 /// The child's writing end (its standard output, which its own prints no longer reach).
 pub(crate) type ChildWrite = File;
 
+/// `CreateProcess`'s flag for a console process with a console of its own and no window.
+const CREATE_NO_WINDOW: u32 = 0x0800_0000;
+
 /// The byte that lets a child go on once its job holds it.
 const RELEASE: u8 = b'!';
 
@@ -65,6 +68,9 @@ pub(crate) fn hand_over(
     let release = host_writes.try_clone()?;
     let raw = plugin.as_raw_handle();
     set_inheritable(raw, true)?;
+    // A console of its own with no window (`CREATE_NO_WINDOW`), as `setsid` on Unix: nothing
+    // it runs can prompt on the user's console, and a Ctrl-C there reaches the host only.
+    std::os::windows::process::CommandExt::creation_flags(command, CREATE_NO_WINDOW);
     command
         .arg("--socket")
         .arg("0")

@@ -181,7 +181,9 @@ impl Text for FileCheck {
                 writeln!(
                     to.out,
                     "  programs: no terminal, empty input; {}",
-                    if contained {
+                    if contained && cfg!(windows) {
+                        "end with the plugin process (its Job Object)"
+                    } else if contained {
                         "end with the plugin process (PID namespace)"
                     } else {
                         "only those left in its process group end with it (no PID namespace here)"
