@@ -171,8 +171,14 @@ impl CustomTool for CrashTool {
             }
             Fault::Shell => {
                 let command = string_param(&params, "command")?;
-                let ran = std::process::Command::new("sh")
-                    .args(["-c", command])
+                // Windows has no `sh`: its command interpreter runs the line there.
+                let (shell, flag) = if cfg!(windows) {
+                    ("cmd", "/c")
+                } else {
+                    ("sh", "-c")
+                };
+                let ran = std::process::Command::new(shell)
+                    .args([flag, command])
                     .current_dir(self.api.cwd())
                     .output();
                 Ok(AgentToolResult::text(match ran {
