@@ -265,11 +265,11 @@ pub fn sandbox_unavailable_warning(path: &Path) -> String {
 /// Why plugin processes have no sandbox here: on Linux the kernel lacks Landlock; elsewhere
 /// there is none for them yet (Landlock and seccomp are Linux's).
 #[cfg(target_os = "linux")]
-const NO_SANDBOX_HERE: &str = "this kernel has no usable Landlock";
+pub const NO_SANDBOX_HERE: &str = "this kernel has no usable Landlock";
 /// Why plugin processes have no sandbox here: on Linux the kernel lacks Landlock; elsewhere
 /// there is none for them yet (Landlock and seccomp are Linux's).
 #[cfg(not(target_os = "linux"))]
-const NO_SANDBOX_HERE: &str = "plugin processes have no sandbox on this platform";
+pub const NO_SANDBOX_HERE: &str = "plugin processes have no sandbox on this platform";
 
 /// Why a plugin is refused under `--require-sandbox` when its process cannot be sandboxed
 /// (`LoadErrorKind::SandboxRequired`; the load error reads `refusing to run {path}: ...`).

@@ -478,15 +478,19 @@ impl Connection {
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let call = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, heard) = oneshot::channel::<()>();
-        {
-            // Under the lock the reaper takes to forget every event: either it sees this one or
-            // this sees the child's end (and nothing is sent to a child that is gone).
+        // Under the lock the reaper takes to forget every event: either it sees this one or
+        // this sees the child's end (and nothing is sent to a child that is gone).
+        let running = {
             let mut hearing = lock(&self.shared.hearing);
-            if self.ended().is_none() {
+            let running = self.ended().is_none();
+            if running {
                 hearing.insert(call, sender);
             }
+            running
+        };
+        if running {
+            self.send(HostMessage::SessionEvent { call, tool, event });
         }
-        self.send(HostMessage::SessionEvent { call, tool, event });
         async move {
             // Heard, or the child is gone: either way nothing is left to wait for.
             let _ = heard.await;

@@ -86,7 +86,11 @@ fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Optio
     command
         .env_clear()
         .envs(policy.environment())
-        .envs(crate::sys::sandbox::TEMP_VARIABLES.map(|name| (name, scratch.path())))
+        .envs(
+            crate::sys::sandbox::TEMP_VARIABLES
+                .iter()
+                .map(|name| (name, scratch.path())),
+        )
         .env("XCSH_PLUGIN_HOST_PARENT", std::process::id().to_string())
         .arg("--protocol")
         .arg(PROTOCOL_VERSION.to_string())

@@ -200,15 +200,22 @@ fn built_for<'data, R: ReadRef<'data>>(data: R) -> Option<BuiltFor> {
     }
 }
 
-/// The machine of a PE file (`MZ`, then `PE\0\0` where the DOS header points), if it is one.
-/// By hand: the `object` crate's PE reader is not built in, and these are two fixed fields.
-fn pe_machine<'data, R: ReadRef<'data>>(data: R) -> Option<u16> {
+/// Where a PE file's `PE\0\0` signature is (`MZ`, then the offset the DOS header holds), if
+/// it is one. By hand: the `object` crate's PE reader is built in on Windows only.
+pub(crate) fn pe_signature_offset<'data, R: ReadRef<'data>>(data: R) -> Option<u64> {
     if data.read_bytes_at(0, 2).ok()? != b"MZ" {
         return None;
     }
-    let pe_offset = u32::from_le_bytes(data.read_bytes_at(0x3c, 4).ok()?.try_into().ok()?);
-    let header = data.read_bytes_at(u64::from(pe_offset), 6).ok()?;
-    (header[..4] == *b"PE\0\0").then(|| u16::from_le_bytes([header[4], header[5]]))
+    let offset = u32::from_le_bytes(data.read_bytes_at(0x3c, 4).ok()?.try_into().ok()?);
+    let offset = u64::from(offset);
+    (data.read_bytes_at(offset, 4).ok()? == b"PE\0\0").then_some(offset)
+}
+
+/// The machine of a PE file (the file header's first field, after the signature).
+fn pe_machine<'data, R: ReadRef<'data>>(data: R) -> Option<u16> {
+    let offset = pe_signature_offset(data)?;
+    let machine = data.read_bytes_at(offset + 4, 2).ok()?;
+    Some(u16::from_le_bytes([machine[0], machine[1]]))
 }
 
 fn fat<A: FatArch>(kind: FileKind, arches: &[A]) -> Option<BuiltFor> {

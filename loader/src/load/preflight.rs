@@ -479,8 +479,7 @@ fn check_pe<'data, R: ReadRef<'data>>(data: R, len: u64) -> Result<(), Problem> 
 /// PE32+, after the 4-byte signature and the 20-byte file header.
 #[cfg(windows)]
 fn pe_subsystem<'data, R: ReadRef<'data>>(data: R) -> Option<u16> {
-    let pe_offset = u32::from_le_bytes(data.read_bytes_at(0x3c, 4).ok()?.try_into().ok()?);
-    let at = u64::from(pe_offset).checked_add(4 + 20 + 68)?;
+    let at = super::platform::pe_signature_offset(data)?.checked_add(4 + 20 + 68)?;
     let field = data.read_bytes_at(at, 2).ok()?;
     Some(u16::from_le_bytes([field[0], field[1]]))
 }

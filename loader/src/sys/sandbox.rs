@@ -125,26 +125,20 @@ pub const BASE_ENVIRONMENT: &[&str] = &[
     "TZ",
 ];
 
-/// The variables naming a plugin process's temporary directory (its private one).
+/// The variables the loader itself sets for a plugin process: the host's process id (the
+/// child checks it is still its parent), then [`TEMP_VARIABLES`].
 #[cfg(not(windows))]
-pub const TEMP_VARIABLES: [&str; 1] = ["TMPDIR"];
+pub const LOADER_ENVIRONMENT: &[&str] = &["XCSH_PLUGIN_HOST_PARENT", "TMPDIR"];
 
-/// The variables naming a plugin process's temporary directory (its private one): Windows'
-/// programs read `TEMP` and `TMP`.
+/// The variables the loader itself sets for a plugin process: the host's process id (the
+/// child checks it is still its parent), then [`TEMP_VARIABLES`] (Windows' programs read
+/// `TEMP` and `TMP` rather than `TMPDIR`).
 #[cfg(windows)]
-pub const TEMP_VARIABLES: [&str; 3] = ["TMPDIR", "TEMP", "TMP"];
+pub const LOADER_ENVIRONMENT: &[&str] = &["XCSH_PLUGIN_HOST_PARENT", "TMPDIR", "TEMP", "TMP"];
 
-/// The variables the loader itself sets for a plugin process: its private `TMPDIR` (and on
-/// Windows `TEMP` and `TMP`, which programs there read instead), and the host's process id
-/// (the child checks it is still its parent).
-#[cfg(not(windows))]
-pub const LOADER_ENVIRONMENT: &[&str] = &["TMPDIR", "XCSH_PLUGIN_HOST_PARENT"];
-
-/// The variables the loader itself sets for a plugin process: its private `TMPDIR` (and on
-/// Windows `TEMP` and `TMP`, which programs there read instead), and the host's process id
-/// (the child checks it is still its parent).
-#[cfg(windows)]
-pub const LOADER_ENVIRONMENT: &[&str] = &["TMPDIR", "TEMP", "TMP", "XCSH_PLUGIN_HOST_PARENT"];
+/// The variables naming a plugin process's temporary directory (its private one): all of
+/// [`LOADER_ENVIRONMENT`] but the first.
+pub const TEMP_VARIABLES: &[&str] = LOADER_ENVIRONMENT.split_at(1).1;
 
 /// Where every plugin process may read (those that exist): the system's programs, libraries
 /// and configuration, devices, the kernel's `/sys`, and of `/proc` only [`PROC_READABLE`].
@@ -194,14 +188,18 @@ const SYSTEM_LINKS: &[&str] = &["/etc/resolv.conf", "/etc/hosts", "/etc/localtim
 /// ending in `*`, any name starting with what comes before it.
 pub fn env_pattern_matches(pattern: &str, name: &str) -> bool {
     // Windows' variable names are case-insensitive (`Path` is `PATH`).
-    let (pattern, name) = if cfg!(windows) {
-        (pattern.to_ascii_uppercase(), name.to_ascii_uppercase())
-    } else {
-        (pattern.to_owned(), name.to_owned())
+    let same = |a: &str, b: &str| {
+        if cfg!(windows) {
+            a.eq_ignore_ascii_case(b)
+        } else {
+            a == b
+        }
     };
     match pattern.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
-        None => name == pattern,
+        Some(prefix) => name
+            .get(..prefix.len())
+            .is_some_and(|start| same(start, prefix)),
+        None => same(name, pattern),
     }
 }
 

@@ -237,7 +237,10 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
         api_version = session.plugins().first().map(|p| p.api_version.to_string());
         let isolated = host.isolation.effective() == xcsh_loader::Isolation::Process;
         if isolated {
-            policy = Some(policy_of(host, &path));
+            let confined = confinement.as_ref().map_or(cfg!(target_os = "linux"), |c| {
+                c.writes != xcsh_loader::sandbox::Enforcement::None
+            });
+            policy = Some(policy_of(host, &path, confined));
         }
         for error in session.load_errors() {
             let cause = error.cause();
@@ -313,28 +316,42 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
 }
 
 /// The sandbox policy of `plugin`'s process in a `check` under `host`'s options: the
-/// defaults, and what the options add.
-fn policy_of(host: &HostOptions, plugin: &Path) -> PolicyReport {
-    if !cfg!(target_os = "linux") {
-        return unconfined_policy(host);
-    }
-    use xcsh_loader::sandbox::{BASE_ENVIRONMENT, PROC_READABLE, SYSTEM_READABLE};
+/// defaults, and what the options add. `confined`: whether its process's reads and writes are
+/// confined (what the child reported; where it did not load, whether this platform has a
+/// sandbox); when not, they are whatever the user's own are.
+fn policy_of(host: &HostOptions, plugin: &Path, confined: bool) -> PolicyReport {
+    use xcsh_loader::sandbox::{BASE_ENVIRONMENT, PROC_READABLE, SYSTEM_READABLE, TEMP_VARIABLES};
     let shown = |path: &Path| path.display().to_string();
-    let private = "TMPDIR (private)".to_owned();
-    // `HOME` is the private one, listed with the other variables of the private home.
+    let private = format!("{} (private)", TEMP_VARIABLES.join(", "));
+    // Where there is a private home (Unix), `HOME` is the private one, listed with the other
+    // variables of the private home.
     let mut environment: Vec<String> = BASE_ENVIRONMENT
         .iter()
-        .filter(|name| **name != "HOME")
+        .filter(|name| !cfg!(unix) || **name != "HOME")
         .map(|n| (*n).to_owned())
         .collect();
     environment.extend(host.sandbox.pass_env.iter().cloned());
     environment.push(private.clone());
-    environment.push(
-        "HOME, XDG_CONFIG_HOME, XDG_CACHE_HOME, XDG_DATA_HOME, CARGO_HOME (private home)"
-            .to_owned(),
-    );
-    environment.push("RUSTUP_HOME, PYENV_ROOT (the user's toolchains)".to_owned());
-    environment.push("GIT_TERMINAL_PROMPT=0".to_owned());
+    if cfg!(unix) {
+        environment.push(
+            "HOME, XDG_CONFIG_HOME, XDG_CACHE_HOME, XDG_DATA_HOME, CARGO_HOME (private home)"
+                .to_owned(),
+        );
+        environment.push("RUSTUP_HOME, PYENV_ROOT (the user's toolchains)".to_owned());
+        environment.push("GIT_TERMINAL_PROMPT=0".to_owned());
+    }
+    if !confined {
+        let anything = format!(
+            "anything this user may ({})",
+            xcsh_loader::messages::NO_SANDBOX_HERE
+        );
+        return PolicyReport {
+            environment,
+            reads: vec![anything.clone()],
+            writes: vec![anything],
+            network: "allowed (no sandbox)",
+        };
+    }
     let mut writes = vec![shown(&host.cwd), private.clone()];
     writes.extend(host.sandbox.allow_write.iter().map(|p| shown(p)));
     let mut reads: Vec<String> = SYSTEM_READABLE
@@ -365,21 +382,5 @@ fn policy_of(host: &HostOptions, plugin: &Path) -> PolicyReport {
         } else {
             "allowed"
         },
-    }
-}
-
-/// Where plugin processes have no sandbox (macOS, Windows): only the environment is the
-/// policy's; reads, writes and the network are whatever the user's own are.
-fn unconfined_policy(host: &HostOptions) -> PolicyReport {
-    use xcsh_loader::sandbox::{BASE_ENVIRONMENT, TEMP_VARIABLES};
-    let mut environment: Vec<String> = BASE_ENVIRONMENT.iter().map(|n| (*n).to_owned()).collect();
-    environment.extend(host.sandbox.pass_env.iter().cloned());
-    environment.push(format!("{} (private)", TEMP_VARIABLES.join(", ")));
-    let anything = "anything this user may (no sandbox on this platform)".to_owned();
-    PolicyReport {
-        environment,
-        reads: vec![anything.clone()],
-        writes: vec![anything],
-        network: "allowed (no sandbox on this platform)",
     }
 }
