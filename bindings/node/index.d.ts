@@ -193,3 +193,22 @@ export interface NativeToolFactory {
  */
 export declare function nativeToolFactory(options?: NativeToolFactoryOptions): NativeToolFactory;
 export default nativeToolFactory;
+
+/**
+ * The `omp` tools and extensions entry of a tool packed by `xcsh-plugins pack` (its package
+ * directory, holding `xcsh-tool.json`): a `nativeToolFactory` over this machine's library, from
+ * the platform package npm or Bun installed. Throws, naming the platforms the package has, when
+ * it has no library for this machine (xcsh's installer then refuses the package). `options`
+ * are `nativeToolFactory`'s but `plugins` and `defaultDirs`.
+ */
+export declare function toolPackage(
+  dir: string,
+  options?: Omit<NativeToolFactoryOptions, "plugins" | "defaultDirs">,
+): NativeToolFactory;
+
+/**
+ * The `bin` of a packed tool: serve it over MCP on stdio through this binding's
+ * `xcsh-plugins` (`XCSH_PLUGINS_BIN` overrides it), passing the command line's arguments on
+ * (`--cwd DIR`, `--allow-write PATH`, ...). Exits with the server's exit code.
+ */
+export declare function serveToolPackage(dir: string): void;

@@ -719,5 +719,7 @@ function nativeToolFactory(options) {
   return factory;
 }
 
-module.exports = { nativeToolFactory };
+const { toolPackage, serveToolPackage } = require("./tool-package.js");
+
+module.exports = { nativeToolFactory, toolPackage, serveToolPackage };
 module.exports.default = nativeToolFactory;

@@ -2,7 +2,7 @@
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
-const { nativeToolFactory } = require("./index.js");
+const { nativeToolFactory, toolPackage, serveToolPackage } = require("./index.js");
 
-export { nativeToolFactory };
+export { nativeToolFactory, toolPackage, serveToolPackage };
 export default nativeToolFactory;

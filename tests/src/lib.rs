@@ -15,6 +15,8 @@ pub mod bench;
 pub mod cancel_tree;
 pub mod mcp;
 pub mod node;
+pub mod npm_registry;
+pub mod packing;
 #[cfg(unix)]
 pub mod reload;
 pub mod tree;

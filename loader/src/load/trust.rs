@@ -49,6 +49,10 @@ pub enum TrustStatus {
 struct FileFormat {
     version: u32,
     trusted: Vec<Entry>,
+    /// Publisher keys pinned by package name (`xcsh-plugins install`, or a packed tool's first
+    /// load in xcsh's runtime). Absent in files written before them; ignored by older readers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    publishers: BTreeMap<String, String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -62,6 +66,7 @@ struct Entry {
 pub struct TrustStore {
     file: PathBuf,
     entries: BTreeMap<PathBuf, String>,
+    publishers: BTreeMap<String, String>,
 }
 
 impl TrustStore {
@@ -75,6 +80,7 @@ impl TrustStore {
                 return Ok(Self {
                     file,
                     entries: BTreeMap::new(),
+                    publishers: BTreeMap::new(),
                 })
             }
             Err(Refusal::Unsafe(cause)) => {
@@ -105,7 +111,11 @@ impl TrustStore {
             .into_iter()
             .map(|entry| (entry.path, entry.sha256.to_ascii_lowercase()))
             .collect();
-        Ok(Self { file, entries })
+        Ok(Self {
+            file,
+            entries,
+            publishers: parsed.publishers,
+        })
     }
 
     /// The store for `home` (see [`trust_file`]).
@@ -149,6 +159,21 @@ impl TrustStore {
         self.entries.remove(path).is_some()
     }
 
+    /// The publisher key pinned for the packed tool `name` (its npm name), if any.
+    pub fn publisher_key(&self, name: &str) -> Option<&str> {
+        self.publishers.get(name).map(String::as_str)
+    }
+
+    /// Pin `key` (a minisign public key, base64) as `name`'s publisher, replacing any other.
+    pub fn pin_publisher(&mut self, name: &str, key: &str) {
+        self.publishers.insert(name.to_owned(), key.to_owned());
+    }
+
+    /// Forget `name`'s publisher key; whether there was one.
+    pub fn forget_publisher(&mut self, name: &str) -> bool {
+        self.publishers.remove(name).is_some()
+    }
+
     /// Every entry: canonical path and SHA-256.
     pub fn entries(&self) -> impl Iterator<Item = (&Path, &str)> {
         self.entries.iter().map(|(p, h)| (p.as_path(), h.as_str()))
@@ -167,6 +192,7 @@ impl TrustStore {
                     sha256: sha256.clone(),
                 })
                 .collect(),
+            publishers: self.publishers.clone(),
         };
         let mut text = serde_json::to_string_pretty(&document).map_err(std::io::Error::other)?;
         text.push('\n');

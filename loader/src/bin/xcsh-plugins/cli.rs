@@ -17,6 +17,8 @@ use crate::demo::DemoArgs;
 use crate::describe::DescribeArgs;
 use crate::error::CliError;
 use crate::new::NewArgs;
+use crate::package::install::{InstallArgs, RemoveArgs, UpdateArgs};
+use crate::package::pack::PackArgs;
 use crate::trust::{TrustArgs, UntrustArgs};
 
 /// Load, inspect and run xcsh native tool plugins.
@@ -56,6 +58,18 @@ pub enum Command {
     Trust(TrustArgs),
     /// Remove trust entries (files, or every entry under a directory).
     Untrust(UntrustArgs),
+    /// Pack a NAME.xcsh-plugin folder for every host's installer: npm packages (for `omp
+    /// install` and `npx -y`), .mcpb bundles, and the folder as an archive.
+    Pack(PackArgs),
+    /// Install a packed tool into ~/.xcsh/agent/tools/ (or the project's .xcsh/tools/ with
+    /// --project), verified and pinned.
+    Install(InstallArgs),
+    /// Update installed tools from where they came from (say what changes, re-pin).
+    Update(UpdateArgs),
+    /// Remove an installed tool.
+    Remove(RemoveArgs),
+    /// Write a publisher key pair (minisign format) for `pack --sign`.
+    Keygen(KeygenArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
     Completions(CompletionsArgs),
     /// Print the manual page (roff) on stdout: `xcsh-plugins man > xcsh-plugins.1`.
@@ -175,10 +189,22 @@ pub struct SessionArgs {
 /// `list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
+    /// List the tools `install` put in ~/.xcsh/agent/tools/ and the project's .xcsh/tools/
+    /// (version, source, publisher key) instead of loading anything.
+    #[arg(long)]
+    pub installed: bool,
     #[command(flatten)]
     pub session: SessionArgs,
     #[command(flatten)]
     pub output: JsonArg,
+}
+
+/// `keygen`.
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// The directory to write xcsh-sign.key and xcsh-sign.pub into.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 /// `mcp`.
@@ -238,6 +264,11 @@ impl Command {
             Command::Demo(_) => "demo",
             Command::Trust(_) => "trust",
             Command::Untrust(_) => "untrust",
+            Command::Pack(_) => "pack",
+            Command::Install(_) => "install",
+            Command::Update(_) => "update",
+            Command::Remove(_) => "remove",
+            Command::Keygen(_) => "keygen",
             Command::Completions(_) => "completions",
             Command::Man => "man",
         }
@@ -278,9 +309,30 @@ impl Command {
                 output: Some(&mut args.output),
                 ..Slots::default()
             },
-            Command::New(_) | Command::Demo(_) | Command::Completions(_) | Command::Man => {
-                Slots::default()
-            }
+            Command::Pack(args) => Slots {
+                output: Some(&mut args.output),
+                ..Slots::default()
+            },
+            Command::Install(args) => Slots {
+                cwd: Some(&mut args.place.cwd),
+                output: Some(&mut args.output),
+                ..Slots::default()
+            },
+            Command::Update(args) => Slots {
+                cwd: Some(&mut args.place.cwd),
+                output: Some(&mut args.output),
+                ..Slots::default()
+            },
+            Command::Remove(args) => Slots {
+                cwd: Some(&mut args.place.cwd),
+                output: Some(&mut args.output),
+                ..Slots::default()
+            },
+            Command::New(_)
+            | Command::Demo(_)
+            | Command::Keygen(_)
+            | Command::Completions(_)
+            | Command::Man => Slots::default(),
         }
     }
 }

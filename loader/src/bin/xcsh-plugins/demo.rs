@@ -69,6 +69,13 @@ impl SamplePlugin {
     ) -> Result<xcsh_loader::SessionBuilder, CliError> {
         match self {
             SamplePlugin::Library(path) => Ok(builder.plugin(path)),
+            #[cfg(not(feature = "cli-builtins"))]
+            SamplePlugin::CompiledIn => Err(CliError::Failure(format!(
+                "this xcsh-plugins is the lean build (no compiled-in tools) and there is no {} \
+                 next to it; run the demo with the full build (`cargo install --locked xcsh-loader`)",
+                sample_library_name()
+            ))),
+            #[cfg(feature = "cli-builtins")]
             SamplePlugin::CompiledIn => {
                 // The factory `export_plugin!` defines in the sample crate, run through the
                 // plugin ABI without `dlopen`.

@@ -23,6 +23,7 @@ mod list;
 mod mcp;
 mod new;
 mod output;
+mod package;
 mod params;
 mod report;
 mod session;
@@ -75,7 +76,15 @@ fn json_requested(command: &Command) -> bool {
         Command::Check(args) => args.output.json,
         Command::Trust(args) => args.output.json,
         Command::Untrust(args) => args.output.json,
-        Command::Mcp(_) | Command::New(_) | Command::Demo(_) | Command::Completions(_) => false,
+        Command::Pack(args) => args.output.json,
+        Command::Install(args) => args.output.json,
+        Command::Update(args) => args.output.json,
+        Command::Remove(args) => args.output.json,
+        Command::Mcp(_)
+        | Command::New(_)
+        | Command::Demo(_)
+        | Command::Keygen(_)
+        | Command::Completions(_) => false,
         Command::Man => false,
     }
 }
@@ -104,6 +113,9 @@ fn run(command: Command, output: &mut Output) -> Result<ExitCode, CliError> {
         .build()
         .map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))?;
     let code = match command {
+        Command::List(args) if args.installed => {
+            package::install::list(&args.session.cwd).and_then(|report| show(output, &report))
+        }
         Command::List(args) => {
             let host = HostOptions::from_session(&args.session, false)?;
             list::run(&host).and_then(|report| show(output, &report))
@@ -128,6 +140,27 @@ fn run(command: Command, output: &mut Output) -> Result<ExitCode, CliError> {
             let host = HostOptions::from_session(&args.session, !args.reload.no_reload)?
                 .stopping_idle(&args.idle);
             mcp::run(&host)
+        }
+        Command::Pack(args) => package::pack::run(args).and_then(|report| show(output, &report)),
+        Command::Install(args) => {
+            package::install::install(args).and_then(|report| show(output, &report))
+        }
+        Command::Update(args) => {
+            package::install::update(args).and_then(|report| show(output, &report))
+        }
+        Command::Remove(args) => {
+            package::install::remove(args).and_then(|report| show(output, &report))
+        }
+        Command::Keygen(args) => {
+            let (secret, public, key) = package::sign::keygen(&args.dir)?;
+            writeln!(
+                output.stdout(),
+                "wrote {} (secret: keep it private) and {}\npublisher key: {key}\nsign with: xcsh-plugins pack FOLDER --sign {}",
+                secret.display(),
+                public.display(),
+                secret.display()
+            )?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::New(args) => new::run(args, output.stdout()),
         Command::Demo(args) => runtime.block_on(demo::run(args, output.stdout())),

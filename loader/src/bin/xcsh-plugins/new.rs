@@ -187,6 +187,11 @@ pub fn run(args: NewArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
         "  ./build-plugin.sh    # every platform, into dist/{}{PLUGIN_FOLDER_SUFFIX}/ (README.md: how to ship it)",
         args.name
     )?;
+    writeln!(
+        out,
+        "  xcsh-plugins pack dist/{}{PLUGIN_FOLDER_SUFFIX}    # npm packages, .mcpb bundles, an archive",
+        args.name
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -311,17 +316,62 @@ and an MSVC-built plugin has not been tried with them. Ship the whole folder: co
 it) or `~/.xcsh/agent/tools/`, or name it with `--plugin` or in the Node binding's `plugins`.
 Each machine loads its own platform's library and ignores the others. The Linux libraries
 need glibc 2.17 or later.
+
+## Publish it
+
+```sh
+xcsh-plugins pack dist/{name}{PLUGIN_FOLDER_SUFFIX}                 # add --sign KEY (xcsh-plugins keygen DIR)
+for f in dist/npm/*.tgz; do npm publish "$f" --access public; done  # platform packages, then the main one
+```
+
+`pack` reads the name, version, description and authors from `Cargo.toml` (set
+`[package.metadata.xcsh] npm-name` for a scoped npm name) and writes into `dist/`: the npm
+packages, one `.mcpb` bundle per platform whose server programs it has, and
+`{name}-VERSION{PLUGIN_FOLDER_SUFFIX}.tar.gz`. Users then install it with:
+
+- xcsh's runtime: `omp plugin install NPM-NAME`
+- any MCP client: a stdio server running `npx -y NPM-NAME`
+- Claude Desktop: the `.mcpb` of their platform
+- the CLI: `xcsh-plugins install npm:NPM-NAME` (or the archive, or the bundle)
 "#
     )
 }
 
+/// The `authors` line: git's `user.name` and `user.email` when set (as `cargo new` once did),
+/// otherwise a commented line that `pack` will ask for.
+fn authors_line() -> String {
+    let git = |key: &str| {
+        std::process::Command::new("git")
+            .args(["config", "--get", key])
+            .output()
+            .ok()
+            .filter(|output| output.status.success())
+            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+            .filter(|value| !value.is_empty() && !value.contains('"'))
+    };
+    match (git("user.name"), git("user.email")) {
+        (Some(name), Some(email)) => format!("authors = [\"{name} <{email}>\"]"),
+        (Some(name), None) => format!("authors = [\"{name}\"]"),
+        _ => "# authors = [\"Your Name <you@example.com>\"]   # `xcsh-plugins pack` needs it"
+            .to_owned(),
+    }
+}
+
 fn cargo_toml(name: &str, api_source: &str) -> String {
+    let authors = authors_line();
     format!(
         r#"[package]
 name = "{name}"
 version = "0.1.0"
 edition = "2024"
 publish = false
+# `xcsh-plugins pack` puts these in the npm package and the MCP bundles (both require them).
+description = "{name}: an xcsh native tool"
+{authors}
+
+# `xcsh-plugins pack`: the npm package's name (the crate's name otherwise).
+[package.metadata.xcsh]
+# npm-name = "@your-scope/{name}"
 
 # A standalone crate, even when created inside another workspace.
 [workspace]
