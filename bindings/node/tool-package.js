@@ -133,7 +133,7 @@ function serveToolPackage(dir) {
     process.exit(1);
   }
   const { spawn } = require("node:child_process");
-  const args = ["mcp", "--no-default-dirs", "--plugin", library, ...process.argv.slice(2)];
+  const args = ["mcp", "--no-default-dirs", "--no-builtins", "--plugin", library, ...process.argv.slice(2)];
   const child = spawn(program, args, { stdio: "inherit" });
   const forward = (signal) => () => child.kill(signal);
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, forward(signal));

@@ -89,6 +89,10 @@ pub struct PluginArgs {
     /// served (by default the plugins that loaded are used and the errors are reported).
     #[arg(long)]
     pub require_all_plugins: bool,
+    /// Offer only the plugins' tools, not those compiled into this program (`ast_edit`): what
+    /// a packed tool's `bin` and `.mcpb` bundle serve.
+    #[arg(long)]
+    pub no_builtins: bool,
 }
 
 /// The session's working directory.
@@ -368,6 +372,7 @@ impl Cli {
             into.plugins.splice(0..0, from.plugins);
             into.no_default_dirs |= from.no_default_dirs;
             into.require_all_plugins |= from.require_all_plugins;
+            into.no_builtins |= from.no_builtins;
         });
         merge(cwd, slots.cwd, &mut unused, |from, into| {
             into.cwd = into.cwd.take().or(from.cwd);
@@ -422,6 +427,7 @@ impl Given for PluginArgs {
             (!self.plugins.is_empty(), "--plugin"),
             (self.no_default_dirs, "--no-default-dirs"),
             (self.require_all_plugins, "--require-all-plugins"),
+            (self.no_builtins, "--no-builtins"),
         ])
     }
 }

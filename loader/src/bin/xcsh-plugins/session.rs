@@ -17,6 +17,8 @@ pub struct HostOptions {
     pub default_dirs: bool,
     /// Any load error ends the command before anything runs (`--require-all-plugins`).
     pub require_all: bool,
+    /// Leave out the tools compiled into this program (`--no-builtins`).
+    pub no_builtins: bool,
     pub cwd: PathBuf,
     pub isolation: xcsh_loader::Isolation,
     /// What plugin processes may do besides the defaults.
@@ -91,7 +93,9 @@ impl HostOptions {
             plugins,
             no_default_dirs,
             require_all_plugins,
+            no_builtins,
         } = &args.plugins;
+        host.no_builtins = *no_builtins;
         host.plugins.clone_from(plugins);
         host.default_dirs = !no_default_dirs;
         host.require_all = *require_all_plugins;
@@ -107,6 +111,7 @@ impl HostOptions {
             plugins: Vec::new(),
             default_dirs: false,
             require_all: false,
+            no_builtins: false,
             cwd: session_cwd(cwd.cwd.clone())?,
             isolation: sandbox.isolation.unwrap_or_default(),
             sandbox: SandboxOptions::from_args(sandbox),
@@ -140,7 +145,11 @@ impl HostOptions {
         for plugin in &self.plugins {
             builder = builder.plugin(plugin);
         }
-        with_builtins(builder)
+        if self.no_builtins {
+            builder
+        } else {
+            with_builtins(builder)
+        }
     }
 
     /// Under `--require-all-plugins`, the load errors of `session` as the command's error

@@ -147,6 +147,7 @@ pub fn bundle(
                 "args": [
                     "mcp",
                     "--no-default-dirs",
+                    "--no-builtins",
                     "--plugin",
                     format!("${{__dirname}}/plugin/{}", library.file_name),
                     "--cwd",

@@ -1,0 +1,152 @@
+// A packed native tool installed by xcsh's runtime's own installer (SPEC 10): `omp plugin
+// install` from a real local registry (verdaccio) takes the package `xcsh-plugins pack` wrote,
+// with no file written by hand; a `--mode rpc` session then calls the tool, its `confirm` is an
+// `extension_ui_request` frame (the generated extension entry lends it the runtime's UI), its
+// preview is settled through `xd://resolve`; `omp plugin uninstall` removes it; and a package
+// with no library for this machine is refused by `omp plugin install`, naming the platforms it
+// has.
+//
+// Run by tests/tests/install_hosts.rs, which starts the registry, publishes the binding and the
+// packed tools, and sets HOME, PATH (Bun first), the registry's variables and:
+//   XCSH_TEST_TOOL_PACKAGE      the packed tool (batch_rename_preview, from the sample plugin)
+//   XCSH_TEST_FOREIGN_PACKAGE   a packed tool with a library for another platform only
+import { expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+const EXT = path.join(import.meta.dir, "ext");
+const CLI = path.join(import.meta.dir, "node_modules", "@oh-my-pi", "pi-coding-agent", "dist", "cli.js");
+const TOOL = process.env.XCSH_TEST_TOOL_PACKAGE ?? "";
+const FOREIGN = process.env.XCSH_TEST_FOREIGN_PACKAGE ?? "";
+
+/// `omp ARGS` (the runtime's CLI under this Bun): exit code and output.
+async function omp(args: string[], cwd: string) {
+  const child = Bun.spawn([process.execPath, CLI, ...args], { cwd, stdout: "pipe", stderr: "pipe", env: process.env });
+  const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
+  return { code: await child.exited, stdout, stderr, all: `${stdout}\n${stderr}` };
+}
+
+/// Frames from a child's stdout, line by line (as rpc.test.ts).
+class Frames {
+  private buffer = "";
+  private waiting: Array<{ match: (frame: any) => boolean; resolve: (frame: any) => void }> = [];
+  readonly seen: any[] = [];
+
+  feed(chunk: string) {
+    this.buffer += chunk;
+    let newline;
+    while ((newline = this.buffer.indexOf("\n")) >= 0) {
+      const line = this.buffer.slice(0, newline).trim();
+      this.buffer = this.buffer.slice(newline + 1);
+      if (!line.startsWith("{")) continue;
+      let frame;
+      try {
+        frame = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      this.seen.push(frame);
+      for (const waiter of this.waiting.splice(0)) {
+        if (waiter.match(frame)) waiter.resolve(frame);
+        else this.waiting.push(waiter);
+      }
+    }
+  }
+
+  next(match: (frame: any) => boolean, what: string, ms = 90_000): Promise<any> {
+    const found = this.seen.find(match);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no ${what} frame in ${ms} ms; saw: ${this.seen.map((f) => f.type).join(", ")}`)), ms);
+      this.waiting.push({ match, resolve: (frame) => (clearTimeout(timer), resolve(frame)) });
+    });
+  }
+}
+
+const call = (name: string, args: unknown) => ({ content: [{ type: "toolCall", name, arguments: args }] });
+const say = (words: string) => ({ content: [words] });
+
+test("omp plugin install takes the packed tool; an rpc session asks, previews and resolves through it; uninstall removes it", async () => {
+  expect(TOOL).not.toBe("");
+  const home = process.env.HOME ?? "";
+  const project = fs.realpathSync(fs.mkdtempSync(path.join(home, "project-")));
+  // A project of its own (.omp/), so the runtime looks no further up for project settings.
+  fs.mkdirSync(path.join(project, ".omp"), { recursive: true });
+
+  const installed = await omp(["plugin", "install", TOOL], project);
+  if (!installed.all.includes(`Installed ${TOOL}@1.0.0`)) {
+    throw new Error(`omp plugin install ${TOOL} failed (PATH=${process.env.PATH}; bun: ${Bun.which("bun")}):\n${installed.all}`);
+  }
+  expect(installed.code).toBe(0);
+  const listed = await omp(["plugin", "list", "--json"], project);
+  expect(JSON.parse(listed.stdout).npm.map((plugin: any) => plugin.name)).toContain(TOOL);
+  // Nothing hand-written anywhere: no .omp/tools/, no extension file.
+  expect(fs.existsSync(path.join(project, ".omp", "tools"))).toBe(false);
+
+  const files: string[] = [];
+  for (let i = 0; i < 21; i++) {
+    files.push(`a${i}.txt`);
+    fs.writeFileSync(path.join(project, `a${i}.txt`), "x");
+  }
+  const script = [
+    call("batch_rename_preview", { files, find: "a", replace: "b" }),
+    say("I have previewed the renames."),
+    call("write", { path: "xd://resolve", content: "The user asked for these renames." }),
+    say("Done."),
+  ];
+  const child = Bun.spawn(
+    [process.execPath, CLI, "--mode", "rpc", "--no-session", "--extension", path.join(EXT, "mock-provider.ts"), "--model", "xcshmock/m"],
+    { cwd: project, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, XCSH_TEST_MOCK_SCRIPT: JSON.stringify(script) } },
+  );
+  const frames = new Frames();
+  const decoder = new TextDecoder();
+  (async () => {
+    for await (const chunk of child.stdout) frames.feed(decoder.decode(chunk));
+  })();
+  let stderr = "";
+  (async () => {
+    for await (const chunk of child.stderr) stderr += decoder.decode(chunk);
+  })();
+  const send = (frame: unknown) => {
+    child.stdin.write(JSON.stringify(frame) + "\n");
+    child.stdin.flush();
+  };
+  try {
+    await frames.next((f) => f.type === "ready", "ready");
+    send({ id: "p1", type: "prompt", message: "Rename every a file to b." });
+    const question = await frames.next((f) => f.type === "extension_ui_request" && f.method === "confirm", "confirm request");
+    expect(question.title).toBe("Batch rename");
+    expect(question.message).toStartWith("Plan renaming 21 files");
+    send({ type: "extension_ui_response", id: question.id, confirmed: true });
+    const previewed = await frames.next(
+      (f) => f.type === "tool_execution_end" && f.toolName === "batch_rename_preview",
+      "preview's tool_execution_end",
+    );
+    expect(JSON.stringify(previewed.result ?? previewed)).toContain("Prepared rename plan for 21 files");
+    await frames.next((f) => f.type === "tool_execution_end" && f.toolName === "write", "resolve's tool_execution_end");
+    await frames.next((f) => f.type === "agent_end", "agent_end");
+    const renamed = fs.readdirSync(project).filter((name) => /^b\d+\.txt$/.test(name));
+    expect(renamed.length).toBe(21);
+  } catch (error) {
+    throw new Error(`${error}\n--- stderr\n${stderr.slice(-4000)}\n--- frames\n${JSON.stringify(frames.seen).slice(-4000)}`);
+  } finally {
+    child.kill();
+    await child.exited;
+  }
+
+  const removed = await omp(["plugin", "uninstall", TOOL], project);
+  expect(removed.all).toContain(`Uninstalled ${TOOL}`);
+  const after = await omp(["plugin", "list", "--json"], project);
+  expect(JSON.parse(after.stdout).npm.map((plugin: any) => plugin.name)).not.toContain(TOOL);
+}, 300_000);
+
+test("omp plugin install refuses a packed tool with no library for this machine, naming the platforms it has", async () => {
+  expect(FOREIGN).not.toBe("");
+  const home = process.env.HOME ?? "";
+  const refused = await omp(["plugin", "install", FOREIGN], home);
+  expect(refused.code).not.toBe(0);
+  expect(refused.all).toContain("has no library for this platform");
+  expect(refused.all).toContain("it has: darwin-arm64 (aarch64-apple-darwin)");
+  const listed = await omp(["plugin", "list", "--json"], home);
+  expect(JSON.parse(listed.stdout).npm.map((plugin: any) => plugin.name)).not.toContain(FOREIGN);
+}, 300_000);
