@@ -723,3 +723,5 @@ const { toolPackage, serveToolPackage } = require("./tool-package.js");
 
 module.exports = { nativeToolFactory, toolPackage, serveToolPackage };
 module.exports.default = nativeToolFactory;
+// For tool-package.js (not part of the public surface).
+Object.defineProperty(module.exports, "loadAddon", { value: addon, enumerable: false });

@@ -85,8 +85,30 @@ function toolPackage(dir, options) {
   const manifest = readManifest(dir);
   const library = libraryOf(dir, manifest);
   if (library instanceof Error) throw library;
+  checkPublisher(manifest, library);
   const { nativeToolFactory } = require("./index.js");
   return nativeToolFactory({ ...(options || {}), plugins: [library], defaultDirs: false });
+}
+
+/// The library's signature against the manifest's publisher key and the key pinned in the
+/// user's trust store (pinned here at the first load); throws the refusal, which names the
+/// command that accepts a new key.
+function checkPublisher(manifest, library) {
+  let signature = null;
+  try {
+    signature = fs.readFileSync(`${library}.minisig`, "utf8");
+  } catch {
+    // unsigned
+  }
+  const { loadAddon } = require("./index.js");
+  const name = manifest.npmName || manifest.plugin;
+  loadAddon().native.checkToolPublisher(
+    name,
+    `${name} ${manifest.version || ""}`.trim(),
+    manifest.publisherKey || null,
+    library,
+    signature,
+  );
 }
 
 /// This binding's `xcsh-plugins`: `XCSH_PLUGINS_BIN`, else the platform package's, else a
@@ -127,6 +149,7 @@ function serveToolPackage(dir) {
     const manifest = readManifest(dir);
     library = libraryOf(dir, manifest);
     if (library instanceof Error) throw library;
+    checkPublisher(manifest, library);
     program = cliProgram();
   } catch (error) {
     process.stderr.write(`error: ${error.message}\n`);
@@ -144,4 +167,22 @@ function serveToolPackage(dir) {
   child.on("exit", (code, signal) => process.exit(code === null ? 128 + (signal === "SIGKILL" ? 9 : 15) : code));
 }
 
-module.exports = { toolPackage, serveToolPackage, libraryOf, readManifest };
+/// `xcsh-plugins ARGS` of this binding (its `bin`: `npx @xcsh/native-plugins accept-key …`).
+function runCli(args) {
+  let program;
+  try {
+    program = cliProgram();
+  } catch (error) {
+    process.stderr.write(`error: ${error.message}\n`);
+    process.exit(1);
+  }
+  const { spawnSync } = require("node:child_process");
+  const result = spawnSync(program, args, { stdio: "inherit" });
+  if (result.error) {
+    process.stderr.write(`error: cannot start ${program}: ${result.error.message}\n`);
+    process.exit(1);
+  }
+  process.exit(result.status === null ? 1 : result.status);
+}
+
+module.exports = { toolPackage, serveToolPackage, runCli, libraryOf, readManifest };

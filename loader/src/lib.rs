@@ -64,6 +64,8 @@ mod sys;
 pub mod tool;
 
 pub use isolate::Isolation;
+#[cfg(feature = "publisher-keys")]
+pub use load::publisher;
 /// Compatibility paths of the flat layout: `xcsh_loader::library`, `::trust`, `::discovery`.
 pub use load::{discovery, open as library, platform, plugin_folder, trust};
 pub use load::{LoadError, LoadErrorKind};

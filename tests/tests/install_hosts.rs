@@ -242,6 +242,35 @@ fn publish_foreign_tool(registry: &Registry, home: &Path, work: &Path) {
     registry.publish(&main);
 }
 
+/// `@t/signed-tool` 1.0.0 signed by one key and 1.0.1 by another; the two public keys.
+fn publish_signed_tool(registry: &Registry, home: &Path, work: &Path) -> [String; 2] {
+    let mut keys = Vec::new();
+    for (version, key) in [("1.0.0", "a"), ("1.0.1", "b")] {
+        let dir = work.join(format!("signed-{key}"));
+        let text = xcsh_integration_tests::packing::cli(
+            home,
+            &["keygen".as_ref(), dir.join("key").as_os_str()],
+        );
+        assert_success("keygen", &text);
+        let public = String::from_utf8_lossy(&text.stdout)
+            .lines()
+            .find_map(|line| line.strip_prefix("publisher key: "))
+            .unwrap()
+            .to_owned();
+        let folder = tool_crate(&dir, "signed-tool", version, "@t/signed-tool", &[]);
+        let secret = dir.join("key/xcsh-sign.key");
+        pack(
+            home,
+            &folder,
+            &dir.join("out"),
+            &["--sign", secret.to_str().unwrap()],
+        );
+        publish_platforms_first(registry, &dir.join("out"));
+        keys.push(public);
+    }
+    [keys[0].clone(), keys[1].clone()]
+}
+
 #[test]
 fn omp_plugin_install_takes_the_packed_tool() {
     let Some((dir, bun)) = upstream_runtime("@oh-my-pi/pi-coding-agent") else {
@@ -254,6 +283,7 @@ fn omp_plugin_install_takes_the_packed_tool() {
     let work = tempfile::tempdir().unwrap();
     registry_with_the_tool(&registry, home.path(), work.path());
     publish_foreign_tool(&registry, home.path(), work.path());
+    let [key_a, key_b] = publish_signed_tool(&registry, home.path(), work.path());
     // `omp plugin install` runs `bun install`: Bun first on PATH (its `.bin` link is named
     // `bun`; the file it points at is `bun.exe`).
     let bun_dir = bun.parent().unwrap().to_owned();
@@ -269,6 +299,9 @@ fn omp_plugin_install_takes_the_packed_tool() {
         .env("PATH", path)
         .env("XCSH_TEST_TOOL_PACKAGE", "@t/hello-tool")
         .env("XCSH_TEST_FOREIGN_PACKAGE", "@t/far-tool")
+        .env("XCSH_TEST_SIGNED_PACKAGE", "@t/signed-tool")
+        .env("XCSH_TEST_KEY_A", key_a)
+        .env("XCSH_TEST_KEY_B", key_b)
         .env_remove("XCSH_NATIVE_PLUGINS_ADDON")
         .env_remove("XCSH_PLUGIN_HOST")
         .env_remove("XCSH_PLUGINS_BIN")
@@ -277,7 +310,7 @@ fn omp_plugin_install_takes_the_packed_tool() {
     assert_success("bun test omp-install.test.ts", &output);
     let report = String::from_utf8_lossy(&output.stderr);
     assert!(
-        report.contains(" 0 fail") && report.contains(" 2 pass"),
+        report.contains(" 0 fail") && report.contains(" 3 pass"),
         "{report}"
     );
 }

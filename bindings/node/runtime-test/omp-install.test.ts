@@ -10,6 +10,8 @@
 // packed tools, and sets HOME, PATH (Bun first), the registry's variables and:
 //   XCSH_TEST_TOOL_PACKAGE      the packed tool (batch_rename_preview, from the sample plugin)
 //   XCSH_TEST_FOREIGN_PACKAGE   a packed tool with a library for another platform only
+//   XCSH_TEST_SIGNED_PACKAGE    a packed tool: 1.0.0 signed by XCSH_TEST_KEY_A, 1.0.1 by
+//                               XCSH_TEST_KEY_B
 import { expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -18,6 +20,8 @@ const EXT = path.join(import.meta.dir, "ext");
 const CLI = path.join(import.meta.dir, "node_modules", "@oh-my-pi", "pi-coding-agent", "dist", "cli.js");
 const TOOL = process.env.XCSH_TEST_TOOL_PACKAGE ?? "";
 const FOREIGN = process.env.XCSH_TEST_FOREIGN_PACKAGE ?? "";
+const SIGNED = process.env.XCSH_TEST_SIGNED_PACKAGE ?? "";
+const [KEY_A, KEY_B] = [process.env.XCSH_TEST_KEY_A ?? "", process.env.XCSH_TEST_KEY_B ?? ""];
 
 /// `omp ARGS` (the runtime's CLI under this Bun): exit code and output.
 async function omp(args: string[], cwd: string) {
@@ -149,4 +153,31 @@ test("omp plugin install refuses a packed tool with no library for this machine,
   expect(refused.all).toContain("it has: darwin-arm64 (aarch64-apple-darwin)");
   const listed = await omp(["plugin", "list", "--json"], home);
   expect(JSON.parse(listed.stdout).npm.map((plugin: any) => plugin.name)).not.toContain(FOREIGN);
+}, 300_000);
+
+test("a signed tool's publisher key is pinned at its first load; another key is refused, naming the command that accepts it", async () => {
+  expect(SIGNED).not.toBe("");
+  const home = process.env.HOME ?? "";
+  const trustFile = path.join(home, ".xcsh", "agent", "trusted-plugins.json");
+  const pinned = () => JSON.parse(fs.readFileSync(trustFile, "utf8")).publishers?.[SIGNED];
+
+  const first = await omp(["plugin", "install", `${SIGNED}@1.0.0`], home);
+  expect(first.all).toContain(`Installed ${SIGNED}@1.0.0`);
+  expect(pinned()).toBe(KEY_A);
+
+  const other = await omp(["plugin", "install", `${SIGNED}@1.0.1`], home);
+  expect(other.code).not.toBe(0);
+  expect(other.all).toContain(`refusing to load ${SIGNED} 1.0.1: signed by ${KEY_B}, not by the pinned publisher key ${KEY_A}`);
+  expect(other.all).toContain(`npx @xcsh/native-plugins accept-key ${SIGNED} ${KEY_B}`);
+  const listed = await omp(["plugin", "list", "--json"], home);
+  expect(JSON.parse(listed.stdout).npm.find((plugin: any) => plugin.name === SIGNED)?.version).toBe("1.0.0");
+
+  // The command the refusal names, from the binding the runtime installed.
+  const cli = path.join(home, ".omp", "plugins", "node_modules", "@xcsh", "native-plugins", "cli.js");
+  const accept = Bun.spawnSync(["node", cli, "accept-key", SIGNED, KEY_B], { env: process.env });
+  expect(accept.exitCode).toBe(0);
+  expect(pinned()).toBe(KEY_B);
+  const accepted = await omp(["plugin", "install", `${SIGNED}@1.0.1`], home);
+  expect(accepted.all).toContain(`Installed ${SIGNED}@1.0.1`);
+  await omp(["plugin", "uninstall", SIGNED], home);
 }, 300_000);

@@ -21,7 +21,10 @@
 
 mod calls;
 mod host;
+mod publisher;
 mod store;
+
+pub use publisher::check_tool_publisher;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

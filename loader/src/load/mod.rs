@@ -5,6 +5,7 @@
 //! - `safety` checks a path and every directory above it (owner, mode, type, name) and opens
 //!   the file once, so everything after works on the object that was checked;
 //! - [`trust`] decides whether a project-local plugin may load (pinned by SHA-256);
+//!   `publisher` checks a packed tool's signature against the publisher key pinned there;
 //! - [`platform`] reads what the library was built for (OS, architecture, glibc) and refuses
 //!   another platform's library before the dynamic loader sees it;
 //! - `preflight` checks the library's headers before the dynamic loader sees them;
@@ -23,6 +24,8 @@ pub mod open;
 pub mod platform;
 pub mod plugin_folder;
 pub(crate) mod preflight;
+#[cfg(feature = "publisher-keys")]
+pub mod publisher;
 pub(crate) mod safety;
 pub mod trust;
 

@@ -70,6 +70,8 @@ pub enum Command {
     Remove(RemoveArgs),
     /// Write a publisher key pair (minisign format) for `pack --sign`.
     Keygen(KeygenArgs),
+    /// Accept a packed tool's new publisher key (or, without KEY, its unsigned versions).
+    AcceptKey(AcceptKeyArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
     Completions(CompletionsArgs),
     /// Print the manual page (roff) on stdout: `xcsh-plugins man > xcsh-plugins.1`.
@@ -211,6 +213,18 @@ pub struct KeygenArgs {
     pub dir: PathBuf,
 }
 
+/// `accept-key`.
+#[derive(Debug, Args)]
+pub struct AcceptKeyArgs {
+    /// The packed tool's npm name (`@scope/name`), as the refusal names it.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The publisher key to accept (the base64 minisign public key the refusal names); none
+    /// accepts unsigned versions.
+    #[arg(value_name = "KEY")]
+    pub key: Option<String>,
+}
+
 /// `mcp`.
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -273,6 +287,7 @@ impl Command {
             Command::Update(_) => "update",
             Command::Remove(_) => "remove",
             Command::Keygen(_) => "keygen",
+            Command::AcceptKey(_) => "accept-key",
             Command::Completions(_) => "completions",
             Command::Man => "man",
         }
@@ -335,6 +350,7 @@ impl Command {
             Command::New(_)
             | Command::Demo(_)
             | Command::Keygen(_)
+            | Command::AcceptKey(_)
             | Command::Completions(_)
             | Command::Man => Slots::default(),
         }

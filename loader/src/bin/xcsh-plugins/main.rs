@@ -84,6 +84,7 @@ fn json_requested(command: &Command) -> bool {
         | Command::New(_)
         | Command::Demo(_)
         | Command::Keygen(_)
+        | Command::AcceptKey(_)
         | Command::Completions(_) => false,
         Command::Man => false,
     }
@@ -160,6 +161,11 @@ fn run(command: Command, output: &mut Output) -> Result<ExitCode, CliError> {
                 public.display(),
                 secret.display()
             )?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::AcceptKey(args) => {
+            let text = package::install::accept_key(&args.name, args.key.as_deref())?;
+            writeln!(output.stdout(), "{}", xcsh_loader::render::sanitize(&text))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::New(args) => new::run(args, output.stdout()),

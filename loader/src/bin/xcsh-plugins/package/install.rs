@@ -21,10 +21,10 @@ use serde::{Deserialize, Serialize};
 use xcsh_loader::discovery::{project_dir, user_dir};
 use xcsh_loader::platform::HOST_TARGET;
 use xcsh_loader::plugin_folder::PLUGIN_FOLDER_SUFFIX;
+use xcsh_loader::publisher::{self, PublisherCheck, PublisherError, SignedLibrary};
 use xcsh_loader::trust::TrustStore;
 
 use super::files::{write_atomic, FileSet};
-use super::sign;
 use super::source::{self, Fetched, Source};
 use super::{ToolManifest, TOOL_MANIFEST};
 use crate::cli::{CwdArg, JsonArg};
@@ -329,41 +329,27 @@ fn check_publisher(
     accept_new_key: bool,
 ) -> Result<Option<String>, CliError> {
     let manifest = &fetched.manifest;
-    let name = &manifest.npm_name;
-    let pinned = trust.publisher_key(name);
-    match (&manifest.publisher_key, pinned) {
-        (None, None) => return Ok(None),
-        (None, Some(pinned)) if !accept_new_key => {
-            return Err(CliError::Failure(format!(
-                "{name} {}: unsigned, but its earlier versions were signed by {pinned}; refused \
-                 (install it with --accept-new-key to accept an unsigned version); nothing was installed",
-                manifest.version
-            )))
-        }
-        (None, Some(_)) => return Ok(None),
-        (Some(key), Some(pinned)) if key != pinned && !accept_new_key => {
-            return Err(CliError::Failure(format!(
-                "{name} {}: signed by {key}, not by the pinned publisher key {pinned}; refused \
-                 (if the publisher changed keys, install it with --accept-new-key); nothing was installed",
-                manifest.version
-            )))
-        }
-        (Some(_), _) => {}
+    let shown = format!("{} {}", manifest.npm_name, manifest.version);
+    let library = SignedLibrary {
+        tool: &manifest.npm_name,
+        shown: &shown,
+        key: manifest.publisher_key.as_deref(),
+        file_name: &fetched.library_name,
+        bytes: &fetched.library,
+        signature: fetched.signature.as_deref(),
+    };
+    match publisher::check(trust, library, accept_new_key) {
+        Ok(PublisherCheck::Unsigned) => Ok(None),
+        Ok(PublisherCheck::Known(key) | PublisherCheck::FirstSeen(key)) => Ok(Some(key)),
+        Err(
+            error
+            @ (PublisherError::KeyChanged { .. } | PublisherError::UnsignedAfterSigned { .. }),
+        ) => Err(CliError::Failure(format!(
+            "{error}; refused (if the publisher changed keys, install it with \
+                 --accept-new-key); nothing was installed"
+        ))),
+        Err(error) => Err(CliError::Failure(format!("{error}; nothing was installed"))),
     }
-    let key = manifest.publisher_key.clone().unwrap_or_default();
-    let signature = fetched.signature.as_deref().ok_or_else(|| {
-        CliError::Failure(format!(
-            "{name} {}: its manifest names publisher key {key} but {} has no signature; nothing was installed",
-            manifest.version, fetched.library_name
-        ))
-    })?;
-    sign::verify(&key, &fetched.library, signature, &fetched.library_name).map_err(|cause| {
-        CliError::Failure(format!(
-            "{name} {}: {cause}; nothing was installed",
-            manifest.version
-        ))
-    })?;
-    Ok(Some(key))
 }
 
 /// Refuse a tool whose name another installed tool of `dir` already has (discovery would
@@ -718,6 +704,40 @@ pub fn remove(args: RemoveArgs) -> Result<InstallReport, CliError> {
         tool.record.npm_name, tool.record.version, tool.folder
     ));
     Ok(report)
+}
+
+/// `accept-key NAME [KEY]`: accept KEY as the publisher key of the packed tool NAME (its npm
+/// name), or with none, accept it unsigned; the trust store pins it.
+pub fn accept_key(name: &str, key: Option<&str>) -> Result<String, CliError> {
+    let mut trust = open_trust()?;
+    let before = trust.publisher_key(name).map(str::to_owned);
+    match key {
+        Some(key) => {
+            if minisign_key_invalid(key) {
+                return Err(CliError::Usage(format!(
+                    "{key:?} is not a minisign public key (the base64 line of a .pub file)"
+                )));
+            }
+            trust.pin_publisher(name, key);
+        }
+        None => {
+            trust.forget_publisher(name);
+        }
+    }
+    trust
+        .save()
+        .map_err(|e| failure(trust.file().display(), e))?;
+    Ok(format!(
+        "{name}: publisher key {} -> {} (recorded in {})",
+        before.as_deref().unwrap_or("none"),
+        key.unwrap_or("none (unsigned versions load)"),
+        trust.file().display()
+    ))
+}
+
+fn minisign_key_invalid(key: &str) -> bool {
+    publisher::verify_signature(key, b"", "", "")
+        .is_err_and(|e| e.contains("is not a minisign key"))
 }
 
 /// `list --installed`: the user's installs and the project's.

@@ -1,8 +1,5 @@
-//! Publisher signatures: each library a tool ships is signed with the publisher's ed25519 key
-//! in minisign's format (a `LIB.minisig` beside it), and the public key travels in the tool's
-//! manifest. An installer verifies every library against that key and pins the key in the
-//! trust store at the first install; a later version signed by another key, or unsigned after
-//! a signed one, is refused until the user accepts it.
+//! Signing a packed tool's libraries with the publisher's ed25519 key in minisign's format (a
+//! `LIB.minisig` beside each); checking them is [`xcsh_loader::publisher`]'s.
 //!
 //! Key files are minisign's own (`minisign -G`, or `xcsh-plugins keygen`), so a publisher can
 //! use either tool.
@@ -78,27 +75,10 @@ impl SigningKey {
     }
 }
 
-/// Check `signature` (a `.minisig` text) of `bytes`, named `file_name`, against the publisher
-/// key `public_key` (base64). The reason when it does not hold.
-pub fn verify(
-    public_key: &str,
-    bytes: &[u8],
-    signature: &str,
-    file_name: &str,
-) -> Result<(), String> {
-    let key = minisign::PublicKey::from_base64(public_key)
-        .map_err(|e| format!("the publisher key {public_key:?} is not a minisign key ({e})"))?;
-    let signature = minisign::SignatureBox::from_string(signature)
-        .map_err(|e| format!("{file_name}.minisig is not a minisign signature ({e})"))?;
-    minisign::verify(&key, &signature, Cursor::new(bytes), true, false, false)
-        .map_err(|e| format!("{file_name}: bad signature ({e})"))?;
-    let comment = signature.trusted_comment().unwrap_or_default();
-    if comment != format!("file:{file_name}") {
-        return Err(format!(
-            "{file_name}: the signature is for another file ({comment:?})"
-        ));
-    }
-    Ok(())
+/// Check a signature: [`xcsh_loader::publisher::verify_signature`].
+#[cfg(test)]
+fn verify(public_key: &str, bytes: &[u8], signature: &str, file_name: &str) -> Result<(), String> {
+    xcsh_loader::publisher::verify_signature(public_key, bytes, signature, file_name)
 }
 
 /// `xcsh-plugins keygen DIR`: a new unencrypted key pair, `DIR/xcsh-sign.key` (0600) and
