@@ -1,0 +1,84 @@
+// The README's "Ship a plugin", last step: the tool `xcsh-plugins new` scaffolded, packed and
+// published, installed by the README's own command (`omp plugin install my-tool`, run by
+// tests/tests/ship_a_plugin.rs before this file), answers in a session of xcsh's runtime: its
+// `confirm` reaches the RPC client, its preview is applied through `xd://resolve`.
+//
+// Environment (set by tests/tests/ship_a_plugin.rs): HOME (where the runtime installed it),
+// XCSH_TEST_PROJECT (the session's directory), XCSH_TEST_TOOL (the tool's name, `my_tool`).
+import { expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+const EXT = path.join(import.meta.dir, "ext");
+const CLI = path.join(import.meta.dir, "node_modules", "@oh-my-pi", "pi-coding-agent", "dist", "cli.js");
+
+test("the scaffolded tool, installed by omp plugin install, asks, previews and saves through resolve", async () => {
+  const project = process.env.XCSH_TEST_PROJECT ?? "";
+  const tool = process.env.XCSH_TEST_TOOL ?? "";
+  const script = [
+    { content: [{ type: "toolCall", name: tool, arguments: { name: "world" } }] },
+    { content: ["I have previewed the greeting."] },
+    { content: [{ type: "toolCall", name: "write", arguments: { path: "xd://resolve", content: "Save it." } }] },
+    { content: ["Done."] },
+  ];
+  const child = Bun.spawn(
+    [process.execPath, CLI, "--mode", "rpc", "--no-session", "--extension", path.join(EXT, "mock-provider.ts"), "--model", "xcshmock/m"],
+    { cwd: project, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, XCSH_TEST_MOCK_SCRIPT: JSON.stringify(script) } },
+  );
+  const seen: any[] = [];
+  let buffer = "";
+  let stderr = "";
+  const decoder = new TextDecoder();
+  (async () => {
+    for await (const chunk of child.stderr) stderr += decoder.decode(chunk);
+  })();
+  const waiters: Array<[(f: any) => boolean, (f: any) => void]> = [];
+  (async () => {
+    for await (const chunk of child.stdout) {
+      buffer += decoder.decode(chunk);
+      let newline;
+      while ((newline = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, newline).trim();
+        buffer = buffer.slice(newline + 1);
+        if (!line.startsWith("{")) continue;
+        try {
+          const frame = JSON.parse(line);
+          seen.push(frame);
+          for (const [match, resolve] of waiters.splice(0)) {
+            if (match(frame)) resolve(frame);
+            else waiters.push([match, resolve]);
+          }
+        } catch {
+          // not a frame
+        }
+      }
+    }
+  })();
+  const next = (match: (f: any) => boolean, what: string) =>
+    new Promise<any>((resolve, reject) => {
+      const found = seen.find(match);
+      if (found) return resolve(found);
+      const timer = setTimeout(() => reject(new Error(`no ${what} in 90 s; saw ${seen.map((f) => f.type).join(", ")}`)), 90_000);
+      waiters.push([match, (frame) => (clearTimeout(timer), resolve(frame))]);
+    });
+  const send = (frame: unknown) => {
+    child.stdin.write(JSON.stringify(frame) + "\n");
+    child.stdin.flush();
+  };
+  try {
+    await next((f) => f.type === "ready", "ready");
+    send({ id: "p1", type: "prompt", message: "Greet the world." });
+    const question = await next((f) => f.type === "extension_ui_request" && f.method === "confirm", "confirm request");
+    expect(question.message).toBe("Greet world?");
+    send({ type: "extension_ui_response", id: question.id, confirmed: true });
+    const ended = await next((f) => f.type === "tool_execution_end" && f.toolName === tool, "the tool's end");
+    expect(JSON.stringify(ended.result ?? ended)).toContain("Hello, world!");
+    await next((f) => f.type === "agent_end", "agent_end");
+    expect(fs.readFileSync(path.join(project, "greeting.txt"), "utf8")).toBe("Hello, world!");
+  } catch (error) {
+    throw new Error(`${error}\n--- stderr\n${stderr.slice(-4000)}`);
+  } finally {
+    child.kill();
+    await child.exited;
+  }
+}, 300_000);
