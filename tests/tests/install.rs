@@ -856,3 +856,42 @@ fn install_from_npm_checks_integrity_and_updates() {
     );
     assert_eq!(tree(&user_tools(home.path())), Vec::<String>::new());
 }
+
+#[test]
+fn install_builds_a_plugin_crate_with_cargo() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let crate_dir = root.path().join("crate-tool");
+    let output = std::process::Command::new(xcsh_integration_tests::artifacts().cli())
+        .args(["new", "crate-tool", "--path"])
+        .arg(&crate_dir)
+        .output()
+        .unwrap();
+    assert_success("new crate-tool", &output);
+    // An author identity, as `new` writes it from git's when there is one.
+    let manifest = crate_dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let text = text.replace(
+        "# authors = [\"Your Name <you@example.com>\"]",
+        "authors = [\"Crate Author <crate@example.com>\"]",
+    );
+    std::fs::write(&manifest, text).unwrap();
+    let output = std::process::Command::new(xcsh_integration_tests::artifacts().cli())
+        .args(["install"])
+        .arg(&crate_dir)
+        .env("HOME", home.path())
+        // Shared with the README's ship test: the crate's dependencies are built once.
+        .env(
+            "CARGO_TARGET_DIR",
+            xcsh_integration_tests::workspace_root().join("target/ship-a-plugin"),
+        )
+        .output()
+        .unwrap();
+    assert_success("install CRATE", &output);
+    let text = stdout(&output);
+    assert!(text.contains("installed crate-tool 0.1.0"), "{text}");
+    assert!(text.contains("tools: crate_tool"), "{text}");
+    assert!(text.contains("built from source, sha256:"), "{text}");
+    let tools = ok(home.path(), &["list", "--json"]);
+    assert!(tools.contains("\"crate_tool\""), "{tools}");
+}

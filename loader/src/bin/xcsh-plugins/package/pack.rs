@@ -293,7 +293,7 @@ fn libraries_of(folder: &Path) -> Result<Vec<PackedLibrary>, CliError> {
 
 /// The tools the folder's library for this host offers, learnt by loading it (in a plugin
 /// process, as any load): a folder that does not load is not packed.
-fn tool_summaries(folder: &Path) -> Result<Vec<ToolSummary>, CliError> {
+pub fn tool_summaries(folder: &Path) -> Result<Vec<ToolSummary>, CliError> {
     let scratch = tempfile::tempdir()
         .map_err(|e| CliError::Failure(format!("cannot create a scratch directory: {e}")))?;
     let session = xcsh_loader::Session::builder(scratch.path())

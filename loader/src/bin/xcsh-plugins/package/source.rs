@@ -6,7 +6,9 @@
 //!   against the registry's `dist.integrity`;
 //! - a `.xcsh-plugin.tar.gz` archive or a `.mcpb` bundle, by path or by `https` URL (fetched
 //!   with the system's `curl`; `--sha256` required, and checked);
-//! - a `NAME.xcsh-plugin` folder.
+//! - a `NAME.xcsh-plugin` folder;
+//! - a plugin crate's directory, built with `cargo build --release` (this machine's library;
+//!   its manifest made as `pack` makes it).
 //!
 //! Archives are read in memory with a size cap, and every entry must stay inside its folder:
 //! no `..`, no absolute path, no link, nothing but files and directories.
@@ -37,6 +39,8 @@ pub enum Source {
     Bundle(PathBuf),
     /// A local `NAME.xcsh-plugin` folder.
     Folder(PathBuf),
+    /// A plugin crate's directory (holding `Cargo.toml`), built with cargo.
+    Crate(PathBuf),
 }
 
 impl Source {
@@ -65,11 +69,14 @@ impl Source {
             Ok(Source::Archive(path))
         } else if text.trim_end_matches('/').ends_with(PLUGIN_FOLDER_SUFFIX) && path.is_dir() {
             Ok(Source::Folder(path))
+        } else if path.join("Cargo.toml").is_file() {
+            Ok(Source::Crate(path))
         } else {
             Err(CliError::Usage(format!(
                 "{text}: not a source install takes (npm:@scope/name[@range], a \
                  NAME-VERSION{PLUGIN_FOLDER_SUFFIX}.tar.gz archive, a .mcpb bundle, a \
-                 NAME{PLUGIN_FOLDER_SUFFIX} folder, or an https URL of an archive or bundle)"
+                 NAME{PLUGIN_FOLDER_SUFFIX} folder, a plugin crate's directory, or an https URL \
+                 of an archive or bundle)"
             )))
         }
     }
@@ -79,12 +86,13 @@ impl Source {
         match self {
             Source::Npm(spec) => format!("npm:{spec}"),
             Source::Url(url) => url.clone(),
-            Source::Archive(path) | Source::Bundle(path) | Source::Folder(path) => {
-                dunce::canonicalize(path)
-                    .unwrap_or_else(|_| path.clone())
-                    .display()
-                    .to_string()
-            }
+            Source::Archive(path)
+            | Source::Bundle(path)
+            | Source::Folder(path)
+            | Source::Crate(path) => dunce::canonicalize(path)
+                .unwrap_or_else(|_| path.clone())
+                .display()
+                .to_string(),
         }
     }
 }
@@ -164,7 +172,104 @@ pub fn fetch(source: &Source, sha256: Option<&str>, triple: &str) -> Result<Fetc
             })
         }
         Source::Folder(path) => from_folder(path, triple),
+        Source::Crate(path) => from_crate(path, triple),
     }
+}
+
+/// Build the crate at `dir` with `cargo build --release` and take its cdylib, with a manifest
+/// made as `pack` makes one (tools learnt by loading it).
+fn from_crate(dir: &Path, triple: &str) -> Result<Fetched, CliError> {
+    let manifest_path = dir.join("Cargo.toml");
+    let info = super::crate_info::read(&manifest_path)?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(&cargo)
+        .args([
+            "build",
+            "--release",
+            "--lib",
+            "--message-format=json-render-diagnostics",
+        ])
+        .arg("--manifest-path")
+        .arg(&manifest_path)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| {
+            CliError::Failure(format!("cannot run cargo to build {}: {e}", dir.display()))
+        })?;
+    if !output.status.success() {
+        return Err(CliError::Failure(format!(
+            "{}: cargo build --release failed (its errors are above); nothing was installed",
+            dir.display()
+        )));
+    }
+    let suffix = std::env::consts::DLL_SUFFIX;
+    let library = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|message| message["reason"] == "compiler-artifact")
+        .filter(|message| {
+            message["target"]["kind"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|k| k == "cdylib"))
+        })
+        .flat_map(|message| {
+            message["filenames"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|file| file.as_str().map(PathBuf::from))
+        .find(|file| file.to_string_lossy().ends_with(suffix))
+        .ok_or_else(|| {
+            CliError::Failure(format!(
+                "{}: the crate builds no cdylib (add crate-type = [\"cdylib\", \"rlib\"] under [lib]); \
+                 nothing was installed",
+                dir.display()
+            ))
+        })?;
+    let tools = super::pack::tool_summaries(&library)?;
+    let bytes = read_capped(&library)?;
+    let library_name = library
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let plugin = info
+        .npm_name
+        .rsplit('/')
+        .next()
+        .unwrap_or(&info.npm_name)
+        .to_owned();
+    check_plugin_name(&dir.display().to_string(), &plugin)?;
+    let platform = super::platforms::by_triple(triple).ok_or_else(|| {
+        CliError::Failure(format!("{triple} is not a platform packed tools ship for"))
+    })?;
+    let manifest = ToolManifest {
+        manifest_version: 1,
+        plugin,
+        version: info.version.clone(),
+        description: info.description.clone(),
+        author: info.author.clone(),
+        npm_name: info.npm_name.clone(),
+        tools,
+        platforms: [(
+            triple.to_owned(),
+            super::ManifestPlatform {
+                library: library_name.clone(),
+                package: super::npm::platform_package_name(&info, platform),
+            },
+        )]
+        .into_iter()
+        .collect(),
+        binding: super::npm::BINDING_VERSION.to_owned(),
+        publisher_key: None,
+    };
+    Ok(Fetched {
+        integrity: format!("built from source, sha256:{}", sha256_hex(&bytes)),
+        library_name,
+        library: bytes,
+        signature: None,
+        manifest,
+    })
 }
 
 fn check_sha256(what: &str, bytes: &[u8], expected: &str) -> Result<(), CliError> {
