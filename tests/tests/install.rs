@@ -895,3 +895,60 @@ fn install_builds_a_plugin_crate_with_cargo() {
     let tools = ok(home.path(), &["list", "--json"]);
     assert!(tools.contains("\"crate_tool\""), "{tools}");
 }
+
+#[test]
+fn bundles_signed_with_mcpbs_own_scheme_still_install() {
+    let Some(mcpb) = xcsh_integration_tests::npm_registry::mcpb() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=xcsh test publisher", "-keyout"])
+        .arg(root.path().join("key.pem"))
+        .arg("-out")
+        .arg(root.path().join("cert.pem"))
+        .output()
+        .unwrap();
+    assert_success("openssl req", &made);
+    let folder = tool_crate(
+        &root.path().join("tool"),
+        "hello-tool",
+        "1.0.0",
+        "@t/hello-tool",
+        &[],
+    );
+    let out = root.path().join("out");
+    let cert = root.path().join("cert.pem");
+    let key = root.path().join("key.pem");
+    let output = std::process::Command::new(xcsh_integration_tests::artifacts().cli())
+        .arg("pack")
+        .arg(&folder)
+        .arg("--out")
+        .arg(&out)
+        .arg("--mcpb-cert")
+        .arg(&cert)
+        .arg("--mcpb-key")
+        .arg(&key)
+        .env("HOME", home.path())
+        .env("XCSH_MCPB", &mcpb)
+        .output()
+        .unwrap();
+    assert_success("pack --mcpb-cert", &output);
+    let bundle = written(&out, ".mcpb").pop().unwrap();
+    let bytes = std::fs::read(&bundle).unwrap();
+    let tail = String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(64)..]).into_owned();
+    assert!(
+        tail.contains("MCPB_SIG_END"),
+        "MCPB's signature block ends the bundle"
+    );
+    assert!(
+        bytes.windows(11).any(|w| w == b"MCPB_SIG_V1"),
+        "and starts with its marker"
+    );
+    let text = ok(home.path(), &["install", bundle.to_str().unwrap()]);
+    assert!(text.contains("installed @t/hello-tool 1.0.0"), "{text}");
+}

@@ -211,6 +211,37 @@ pub fn bundle(
     Ok(set)
 }
 
+/// Sign the bundle at `path` with MCPB's own scheme (a PKCS#7 signature appended to the zip,
+/// what Claude Desktop checks) through the MCPB CLI: `$XCSH_MCPB`, else `mcpb` on PATH.
+pub fn sign(path: &Path, cert: &Path, key: &Path) -> Result<(), CliError> {
+    let program = std::env::var_os("XCSH_MCPB").unwrap_or_else(|| "mcpb".into());
+    let output = std::process::Command::new(&program)
+        .arg("sign")
+        .arg(path)
+        .arg("--cert")
+        .arg(cert)
+        .arg("--key")
+        .arg(key)
+        .output()
+        .map_err(|e| {
+            CliError::Failure(format!(
+                "cannot run {} to sign {}: {e} (install the MCPB CLI: npm install -g \
+                 @anthropic-ai/mcpb, or set XCSH_MCPB)",
+                program.to_string_lossy(),
+                path.display()
+            ))
+        })?;
+    if !output.status.success() {
+        return Err(CliError::Failure(format!(
+            "mcpb sign {} failed: {}{}",
+            path.display(),
+            String::from_utf8_lossy(&output.stdout).trim(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

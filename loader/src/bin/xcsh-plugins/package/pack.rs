@@ -48,6 +48,14 @@ pub struct PackArgs {
     /// its password from $XCSH_SIGN_PASSWORD, or none.
     #[arg(long, value_name = "KEY")]
     pub sign: Option<PathBuf>,
+    /// Sign the .mcpb bundles with MCPB's own scheme (what Claude Desktop checks): this
+    /// certificate (PEM), with --mcpb-key, through the MCPB CLI (`mcpb sign`; $XCSH_MCPB, or
+    /// `mcpb` on PATH: `npm install -g @anthropic-ai/mcpb`).
+    #[arg(long, value_name = "PEM", requires = "mcpb_key")]
+    pub mcpb_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM), for --mcpb-cert.
+    #[arg(long, value_name = "PEM", requires = "mcpb_cert")]
+    pub mcpb_key: Option<PathBuf>,
     #[command(flatten)]
     pub output: JsonArg,
 }
@@ -225,10 +233,17 @@ pub fn run(args: PackArgs) -> Result<PackReport, CliError> {
     for (kind, path, bytes) in &outputs {
         write_atomic(path, bytes)
             .map_err(|e| CliError::Failure(format!("cannot write {}: {e}", path.display())))?;
+        let mut size = bytes.len() as u64;
+        if *kind == "mcpb" {
+            if let (Some(cert), Some(key)) = (&args.mcpb_cert, &args.mcpb_key) {
+                mcpb::sign(path, cert, key)?;
+                size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(size);
+            }
+        }
         written.push(Written {
             kind,
             path: path.display().to_string(),
-            bytes: bytes.len() as u64,
+            bytes: size,
         });
     }
     Ok(PackReport {
