@@ -452,6 +452,20 @@ fn refusals_install_nothing() {
     let error = refused(home.path(), &["install", archive.to_str().unwrap()]);
     assert!(error.contains("links are refused"), "{error}");
 
+    // An archive that would unpack past the size cap (a header claiming 600 MiB).
+    let bomb = root.path().join("bomb.xcsh-plugin.tar.gz");
+    let script = "import sys, tarfile, gzip\n\
+        info = tarfile.TarInfo('hello-tool.xcsh-plugin/xcsh-tool.json'); info.size = 600 * 1024 * 1024\n\
+        open(sys.argv[1], 'wb').write(gzip.compress(info.tobuf(format=tarfile.GNU_FORMAT)))\n";
+    let status = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&bomb)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let error = refused(home.path(), &["install", bomb.to_str().unwrap()]);
+    assert!(error.contains("over the 536870912-byte cap once unpacked"), "{error}");
+
     // A tool name another installed tool has.
     ok(home.path(), &["install", &archive_of(&v1)]);
     let other = root.path().join("other");
