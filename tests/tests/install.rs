@@ -464,7 +464,10 @@ fn refusals_install_nothing() {
         .unwrap();
     assert!(status.success());
     let error = refused(home.path(), &["install", bomb.to_str().unwrap()]);
-    assert!(error.contains("over the 536870912-byte cap once unpacked"), "{error}");
+    assert!(
+        error.contains("over the 536870912-byte cap once unpacked"),
+        "{error}"
+    );
 
     // A tool name another installed tool has.
     ok(home.path(), &["install", &archive_of(&v1)]);

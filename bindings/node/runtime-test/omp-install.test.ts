@@ -16,6 +16,8 @@ import { expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 
+import { Frames } from "./frames";
+
 const EXT = path.join(import.meta.dir, "ext");
 const CLI = path.join(import.meta.dir, "node_modules", "@oh-my-pi", "pi-coding-agent", "dist", "cli.js");
 const TOOL = process.env.XCSH_TEST_TOOL_PACKAGE ?? "";
@@ -28,43 +30,6 @@ async function omp(args: string[], cwd: string) {
   const child = Bun.spawn([process.execPath, CLI, ...args], { cwd, stdout: "pipe", stderr: "pipe", env: process.env });
   const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
   return { code: await child.exited, stdout, stderr, all: `${stdout}\n${stderr}` };
-}
-
-/// Frames from a child's stdout, line by line (as rpc.test.ts).
-class Frames {
-  private buffer = "";
-  private waiting: Array<{ match: (frame: any) => boolean; resolve: (frame: any) => void }> = [];
-  readonly seen: any[] = [];
-
-  feed(chunk: string) {
-    this.buffer += chunk;
-    let newline;
-    while ((newline = this.buffer.indexOf("\n")) >= 0) {
-      const line = this.buffer.slice(0, newline).trim();
-      this.buffer = this.buffer.slice(newline + 1);
-      if (!line.startsWith("{")) continue;
-      let frame;
-      try {
-        frame = JSON.parse(line);
-      } catch {
-        continue;
-      }
-      this.seen.push(frame);
-      for (const waiter of this.waiting.splice(0)) {
-        if (waiter.match(frame)) waiter.resolve(frame);
-        else this.waiting.push(waiter);
-      }
-    }
-  }
-
-  next(match: (frame: any) => boolean, what: string, ms = 90_000): Promise<any> {
-    const found = this.seen.find(match);
-    if (found) return Promise.resolve(found);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no ${what} frame in ${ms} ms; saw: ${this.seen.map((f) => f.type).join(", ")}`)), ms);
-      this.waiting.push({ match, resolve: (frame) => (clearTimeout(timer), resolve(frame)) });
-    });
-  }
 }
 
 const call = (name: string, args: unknown) => ({ content: [{ type: "toolCall", name, arguments: args }] });

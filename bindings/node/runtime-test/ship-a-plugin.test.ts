@@ -9,6 +9,8 @@ import { expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 
+import { Frames } from "./frames";
+
 const EXT = path.join(import.meta.dir, "ext");
 const CLI = path.join(import.meta.dir, "node_modules", "@oh-my-pi", "pi-coding-agent", "dist", "cli.js");
 
@@ -25,42 +27,16 @@ test("the scaffolded tool, installed by omp plugin install, asks, previews and s
     [process.execPath, CLI, "--mode", "rpc", "--no-session", "--extension", path.join(EXT, "mock-provider.ts"), "--model", "xcshmock/m"],
     { cwd: project, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, XCSH_TEST_MOCK_SCRIPT: JSON.stringify(script) } },
   );
-  const seen: any[] = [];
-  let buffer = "";
-  let stderr = "";
+  const frames = new Frames();
   const decoder = new TextDecoder();
+  (async () => {
+    for await (const chunk of child.stdout) frames.feed(decoder.decode(chunk));
+  })();
+  let stderr = "";
   (async () => {
     for await (const chunk of child.stderr) stderr += decoder.decode(chunk);
   })();
-  const waiters: Array<[(f: any) => boolean, (f: any) => void]> = [];
-  (async () => {
-    for await (const chunk of child.stdout) {
-      buffer += decoder.decode(chunk);
-      let newline;
-      while ((newline = buffer.indexOf("\n")) >= 0) {
-        const line = buffer.slice(0, newline).trim();
-        buffer = buffer.slice(newline + 1);
-        if (!line.startsWith("{")) continue;
-        try {
-          const frame = JSON.parse(line);
-          seen.push(frame);
-          for (const [match, resolve] of waiters.splice(0)) {
-            if (match(frame)) resolve(frame);
-            else waiters.push([match, resolve]);
-          }
-        } catch {
-          // not a frame
-        }
-      }
-    }
-  })();
-  const next = (match: (f: any) => boolean, what: string) =>
-    new Promise<any>((resolve, reject) => {
-      const found = seen.find(match);
-      if (found) return resolve(found);
-      const timer = setTimeout(() => reject(new Error(`no ${what} in 90 s; saw ${seen.map((f) => f.type).join(", ")}`)), 90_000);
-      waiters.push([match, (frame) => (clearTimeout(timer), resolve(frame))]);
-    });
+  const next = (match: (f: any) => boolean, what: string) => frames.next(match, what, 90_000);
   const send = (frame: unknown) => {
     child.stdin.write(JSON.stringify(frame) + "\n");
     child.stdin.flush();

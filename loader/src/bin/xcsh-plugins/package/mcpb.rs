@@ -4,8 +4,8 @@
 //!
 //! A bundle is a zip holding `manifest.json`, the lean `xcsh-plugins` (no compiled-in tools)
 //! that serves the tool (`server.type: "binary"`), the `xcsh-plugin-host` its plugin process
-//! runs in, and the platform's library. The session's working directory is a `user_config`
-//! directory the user picks when installing the bundle.
+//! runs in, and the platform's library (`plugin/TRIPLE/LIB`). The session's working directory
+//! is a `user_config` directory the user picks when installing the bundle.
 
 use std::path::{Path, PathBuf};
 
@@ -149,7 +149,7 @@ pub fn bundle(
                     "--no-default-dirs",
                     "--no-builtins",
                     "--plugin",
-                    format!("${{__dirname}}/plugin/{}", library.file_name),
+                    format!("${{__dirname}}/plugin/{}/{}", platform.triple, library.file_name),
                     "--cwd",
                     "${user_config.workdir}"
                 ],
@@ -196,17 +196,11 @@ pub fn bundle(
         server.host.clone(),
         true,
     );
-    set.add(
-        format!("plugin/{}", library.file_name),
-        library.bytes.clone(),
-        false,
-    );
+    // Under its triple: an installer of the bundle tells an x64 library from an arm64 one.
+    let library_path = format!("plugin/{}/{}", platform.triple, library.file_name);
+    set.add(library_path.clone(), library.bytes.clone(), false);
     if let Some(signature) = signature {
-        set.add(
-            format!("plugin/{}.minisig", library.file_name),
-            signature,
-            false,
-        );
+        set.add(format!("{library_path}.minisig"), signature, false);
     }
     Ok(set)
 }

@@ -601,21 +601,36 @@ fn from_archive(shown: &str, bytes: &[u8], triple: &str) -> Result<Fetched, CliE
         )));
     }
     let files = unpack_tar_gz(shown, bytes, &top)?;
-    let manifest = manifest_from(shown, &files, "")?;
+    library_in(shown, &files, triple, &format!("{triple}/"))
+}
+
+/// This platform's library (and its signature) at `PREFIX/LIBRARY` among `files`, with the
+/// manifest that names it.
+fn library_in(
+    shown: &str,
+    files: &[(String, Vec<u8>)],
+    triple: &str,
+    prefix: &str,
+) -> Result<Fetched, CliError> {
+    let manifest = manifest_from(shown, files, "")?;
     let platform = manifest
         .platforms
         .get(triple)
         .ok_or_else(|| no_library(shown, &manifest, triple))?;
-    let path = format!("{triple}/{}", platform.library);
+    let path = format!("{prefix}{}", platform.library);
     let library = files
         .iter()
         .find(|(p, _)| *p == path)
         .map(|(_, b)| b.clone())
-        .ok_or_else(|| refuse(format!("no {path} in it, though its manifest lists it")))?;
+        .ok_or_else(|| {
+            CliError::Failure(format!(
+                "{shown}: no library for this platform ({triple}) in it (no {path}); nothing was installed"
+            ))
+        })?;
     Ok(Fetched {
         library_name: platform.library.clone(),
         library,
-        signature: signature_in(&files, &format!("{path}.minisig"))?,
+        signature: signature_in(files, &format!("{path}.minisig"))?,
         integrity: String::new(),
         manifest,
     })
@@ -655,47 +670,8 @@ fn from_bundle(shown: &str, bytes: &[u8], triple: &str) -> Result<Fetched, CliEr
             .map_err(|e| refuse(format!("cannot read {name:?} ({e})")))?;
         files.push((name, content));
     }
-    let manifest = manifest_from(shown, &files, "")?;
-    let platform = manifest
-        .platforms
-        .get(triple)
-        .ok_or_else(|| no_library(shown, &manifest, triple))?;
-    let path = format!("plugin/{}", platform.library);
-    let library = files
-        .iter()
-        .find(|(p, _)| *p == path)
-        .map(|(_, b)| b.clone())
-        .ok_or_else(|| {
-            refuse(format!(
-                "no library for this platform ({triple}) in this bundle (it is for another platform; it has: {})",
-                manifest.platforms.keys().cloned().collect::<Vec<_>>().join(", ")
-            ))
-        })?;
-    // A bundle carries one platform's library: make sure it is this host's.
-    let bundle_manifest = files
-        .iter()
-        .find(|(p, _)| p == "manifest.json")
-        .map(|(_, b)| b);
-    if let Some(bytes) = bundle_manifest {
-        let value: serde_json::Value = serde_json::from_slice(bytes).unwrap_or_default();
-        let host_os = super::platforms::by_triple(triple)
-            .map(|p| p.os)
-            .unwrap_or("");
-        if let Some(list) = value["compatibility"]["platforms"].as_array() {
-            if !list.iter().any(|p| p == host_os) {
-                return Err(refuse(format!(
-                    "a bundle for {list:?}, not for this host ({host_os})"
-                )));
-            }
-        }
-    }
-    Ok(Fetched {
-        library_name: platform.library.clone(),
-        library,
-        signature: signature_in(&files, &format!("{path}.minisig"))?,
-        integrity: String::new(),
-        manifest,
-    })
+    // A bundle carries one platform's library, under `plugin/TRIPLE/`.
+    library_in(shown, &files, triple, &format!("plugin/{triple}/"))
 }
 
 fn from_folder(folder: &Path, triple: &str) -> Result<Fetched, CliError> {
