@@ -603,28 +603,36 @@ fn an_update_killed_at_any_point_leaves_one_working_version() {
     let root = tempfile::tempdir().unwrap();
     let v1 = packed(home.path(), root.path(), "1.0.0", &[]);
     let v2 = packed(home.path(), root.path(), "1.0.1", &[]);
-    ok(home.path(), &["install", &archive_of(&v1)]);
+    // Installed from one path whose content the rounds change: `update` fetches it again.
+    let current = root.path().join("current.xcsh-plugin.tar.gz");
+    std::fs::copy(archive_of(&v1), &current).unwrap();
+    ok(home.path(), &["install", current.to_str().unwrap()]);
     let cli_path = xcsh_integration_tests::artifacts().cli();
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .subsec_nanos() as u64;
+    // How long one whole update takes here: the kills land anywhere in it.
+    std::fs::copy(archive_of(&v2), &current).unwrap();
+    let started = std::time::Instant::now();
+    ok(home.path(), &["update", "hello-tool"]);
+    let whole = started.elapsed().as_millis() as u64;
     let mut killed = 0;
     for round in 0..12u64 {
-        let archive = archive_of(if round % 2 == 0 { &v2 } else { &v1 });
+        std::fs::copy(archive_of(if round % 2 == 0 { &v1 } else { &v2 }), &current).unwrap();
         let mut child = std::process::Command::new(&cli_path)
-            .args(["install", &archive])
+            .args(["update", "hello-tool"])
             .env("HOME", home.path())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        // Somewhere between its start and well after its end (an install takes tens of ms).
+        // Somewhere between its start and well after its end (an update takes tens of ms).
         let delay = (seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(round * 1442695040888963407)
             >> 33)
-            % 60;
+            % (whole + whole / 5 + 1);
         std::thread::sleep(std::time::Duration::from_millis(delay));
         if child.try_wait().unwrap().is_none() {
             killed += 1;
@@ -648,7 +656,7 @@ fn an_update_killed_at_any_point_leaves_one_working_version() {
             .collect();
         assert_eq!(folders, ["hello-tool.xcsh-plugin"], "round {round}");
     }
-    eprintln!("{killed} of 12 installs were killed while running");
+    eprintln!("{killed} of 12 updates were killed while running (a whole update: {whole} ms)");
     // The next install settles what was left, and works.
     let text = ok(home.path(), &["install", &archive_of(&v2)]);
     assert!(text.contains("1.0.1"), "{text}");
@@ -709,6 +717,9 @@ fn an_https_download_needs_and_checks_its_sha256() {
         "{}",
         stderr(&output)
     );
+    let output = with_ca(&["remove", "hello-tool"]);
+    assert_success("remove", &output);
+    assert_eq!(tree(&user_tools(home.path())), Vec::<String>::new());
 }
 
 /// Python's `http.server` behind TLS with a certificate made for it (`openssl req`).
