@@ -173,3 +173,25 @@ fn no_input_asks_nothing_and_plans_as_always() {
     assert!(screen.contains("EXIT=0"), "{screen}");
     untouched(dir.path());
 }
+
+#[test]
+fn no_input_on_a_terminal_does_not_prompt_for_a_decision_either() {
+    if !tmux_available() {
+        return;
+    }
+    let (dir, line) = setup("--no-input");
+    // Without --discard: on a terminal `call` would ask "Apply ...?"; --no-input asks nothing.
+    let line = line.replace(" --discard;", ";");
+    let pty = Pty::start(&session_name("no-input-decision"), &line).unwrap();
+    let screen = pty.wait_for("EXIT=");
+    assert!(
+        screen.contains("Prepared rename plan for 21 files"),
+        "{screen}"
+    );
+    assert!(!screen.contains("[a]pply / [d]iscard"), "{screen}");
+    assert!(
+        screen.contains("no decision given (non-interactive); nothing applied"),
+        "{screen}"
+    );
+    untouched(dir.path());
+}

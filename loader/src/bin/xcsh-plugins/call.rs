@@ -63,7 +63,9 @@ pub struct CallArgs {
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
     /// Ask nothing on the terminal: the plugins' questions get their defaults (no,
-    /// nothing chosen, a form cancelled), as where no one can answer.
+    /// nothing chosen, a form cancelled), as where no one can answer, and what is left pending
+    /// is discarded unless --apply (reason: "no decision given (non-interactive); nothing
+    /// applied", or --reason).
     #[arg(long)]
     no_input: bool,
     #[command(flatten)]
@@ -101,6 +103,7 @@ impl CallArgs {
         DecisionFlags {
             decided,
             reason: self.reason.as_deref(),
+            no_input: self.no_input,
         }
     }
 }

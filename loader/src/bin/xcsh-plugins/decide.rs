@@ -31,6 +31,8 @@ impl Decision {
 pub struct DecisionFlags<'a> {
     pub decided: Option<Decision>,
     pub reason: Option<&'a str>,
+    /// `--no-input`: no prompt, even on a terminal.
+    pub no_input: bool,
 }
 
 /// The decision and reason for the pending action labelled `label`.
@@ -42,7 +44,7 @@ pub fn decide(
     if let Some(decision) = flags.decided {
         return Ok((decision, flags.reason.unwrap_or_default().to_owned()));
     }
-    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+    if flags.no_input || !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         let reason = flags
             .reason
             .unwrap_or("no decision given (non-interactive); nothing applied");
