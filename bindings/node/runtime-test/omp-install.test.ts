@@ -126,7 +126,8 @@ test("a signed tool's publisher key is pinned at its first load; another key is 
   const trustFile = path.join(home, ".xcsh", "agent", "trusted-plugins.json");
   const pinned = () => JSON.parse(fs.readFileSync(trustFile, "utf8")).publishers?.[SIGNED];
 
-  const first = await omp(["plugin", "install", `${SIGNED}@1.0.0`], home);
+  // `omp install` (the top-level command) takes an npm spec as `omp plugin install` does.
+  const first = await omp(["install", `${SIGNED}@1.0.0`], home);
   expect(first.all).toContain(`Installed ${SIGNED}@1.0.0`);
   expect(pinned()).toBe(KEY_A);
 
