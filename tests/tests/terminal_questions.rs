@@ -19,24 +19,39 @@ struct Pty {
 
 impl Pty {
     fn start(name: &str, command: &str) -> Option<Self> {
-        let started = Command::new("tmux")
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                name,
-                "-x",
-                "160",
-                "-y",
-                "40",
-                command,
-            ])
-            .status()
-            .ok()?;
-        assert!(started.success(), "tmux new-session failed");
-        Some(Self {
-            name: name.to_owned(),
-        })
+        // The tests run in parallel, and the first `new-session` starts tmux's server: one at a
+        // time, and again after a moment when one raced a server that was starting or exiting
+        // (CI saw `tmux new-session failed` with four sessions starting at once).
+        static STARTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one_at_a_time = STARTING.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = None;
+        for _attempt in 0..5 {
+            let started = Command::new("tmux")
+                .args([
+                    "new-session",
+                    "-d",
+                    "-s",
+                    name,
+                    "-x",
+                    "160",
+                    "-y",
+                    "40",
+                    command,
+                ])
+                .output()
+                .ok()?;
+            if started.status.success() {
+                return Some(Self {
+                    name: name.to_owned(),
+                });
+            }
+            last = Some(String::from_utf8_lossy(&started.stderr).into_owned());
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        panic!(
+            "tmux new-session failed 5 times: {}",
+            last.unwrap_or_default()
+        );
     }
 
     fn screen(&self) -> String {
