@@ -42,8 +42,8 @@ function thisMachine() {
   return { key: target.key, triple: target.triple || null };
 }
 
-/// The packed tool's library for this machine (an absolute path), or an Error naming the
-/// platforms the package has.
+/// The packed tool's library for this machine (an absolute path); throws, naming the platforms
+/// the package has, when there is none.
 function libraryOf(dir, manifest) {
   const here = thisMachine();
   const platforms = manifest.platforms || {};
@@ -56,7 +56,7 @@ function libraryOf(dir, manifest) {
   const name = `${manifest.npmName || manifest.plugin} ${manifest.version || ""}`.trim();
   const entry = here.triple ? platforms[here.triple] : undefined;
   if (!entry) {
-    return new Error(
+    throw new Error(
       `${name} has no library for this platform (${here.key}${here.triple ? `, ${here.triple}` : ""}); ` +
         `it has: ${has || "none"}`,
     );
@@ -65,14 +65,14 @@ function libraryOf(dir, manifest) {
   try {
     packageDir = path.dirname(require.resolve(`${entry.package}/package.json`, { paths: [dir] }));
   } catch {
-    return new Error(
+    throw new Error(
       `${name}: the package with this platform's library, ${entry.package}, is not installed ` +
         `(an install that skipped optional dependencies?); reinstall ${manifest.npmName} with them`,
     );
   }
   const library = path.join(packageDir, entry.library);
   if (!fs.existsSync(library)) {
-    return new Error(`${name}: ${entry.package} has no ${entry.library}`);
+    throw new Error(`${name}: ${entry.package} has no ${entry.library}`);
   }
   return library;
 }
@@ -84,7 +84,6 @@ function libraryOf(dir, manifest) {
 function toolPackage(dir, options) {
   const manifest = readManifest(dir);
   const library = libraryOf(dir, manifest);
-  if (library instanceof Error) throw library;
   checkPublisher(manifest, library);
   const { nativeToolFactory } = require("./index.js");
   return nativeToolFactory({ ...(options || {}), plugins: [library], defaultDirs: false });
@@ -148,7 +147,6 @@ function serveToolPackage(dir) {
   try {
     const manifest = readManifest(dir);
     library = libraryOf(dir, manifest);
-    if (library instanceof Error) throw library;
     checkPublisher(manifest, library);
     program = cliProgram();
   } catch (error) {
@@ -164,7 +162,10 @@ function serveToolPackage(dir) {
     process.stderr.write(`error: cannot start ${program}: ${error.message}\n`);
     process.exit(1);
   });
-  child.on("exit", (code, signal) => process.exit(code === null ? 128 + (signal === "SIGKILL" ? 9 : 15) : code));
+  // A server ended by a signal exits as a shell reports it: 128 + the signal's number.
+  child.on("exit", (code, signal) =>
+    process.exit(code === null ? 128 + (require("node:os").constants.signals[signal] || 0) : code),
+  );
 }
 
 /// `xcsh-plugins ARGS` of this binding (its `bin`: `npx @xcsh/native-plugins accept-key …`).

@@ -112,3 +112,26 @@ pub fn upstream_runtime(package: &str) -> Option<(PathBuf, PathBuf)> {
     eprintln!("skipped: {package} is not installed; {hint}");
     None
 }
+
+/// `PATH` with `dirs` first (empty ones skipped), then this process's own: for children that
+/// must find Bun (`omp plugin install` runs `bun install`; Bun's `.bin` link is named `bun`,
+/// the file it points at `bun.exe`) or this build's programs by name.
+pub fn path_with(dirs: &[PathBuf]) -> std::ffi::OsString {
+    let own = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(
+        dirs.iter()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .cloned()
+            .chain(std::env::split_paths(&own)),
+    )
+    .unwrap_or(own)
+}
+
+/// `command` with none of the variables that point the binding at this build's addon, host
+/// and CLI: a child that must use what an installed package holds.
+pub fn as_installed(command: &mut Command) -> &mut Command {
+    command
+        .env_remove("XCSH_NATIVE_PLUGINS_ADDON")
+        .env_remove("XCSH_PLUGIN_HOST")
+        .env_remove("XCSH_PLUGINS_BIN")
+}

@@ -15,7 +15,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use xcsh_integration_tests::node::{assert_success, upstream_runtime};
+use xcsh_integration_tests::node::{as_installed, assert_success, path_with, upstream_runtime};
 use xcsh_integration_tests::npm_registry::{self, Registry};
 use xcsh_integration_tests::packing::{binding_packages, pack, tool_crate, written};
 use xcsh_integration_tests::workspace_root;
@@ -284,27 +284,17 @@ fn omp_plugin_install_takes_the_packed_tool() {
     registry_with_the_tool(&registry, home.path(), work.path());
     publish_foreign_tool(&registry, home.path(), work.path());
     let [key_a, key_b] = publish_signed_tool(&registry, home.path(), work.path());
-    // `omp plugin install` runs `bun install`: Bun first on PATH (its `.bin` link is named
-    // `bun`; the file it points at is `bun.exe`).
-    let bun_dir = bun.parent().unwrap().to_owned();
-    let path = std::env::join_paths(std::iter::once(bun_dir).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .unwrap();
-    let output = Command::new(&bun)
+    let output = as_installed(&mut Command::new(&bun))
         .args(["test", "./omp-install.test.ts"])
         .current_dir(&dir)
         .envs(registry.env())
         .env("HOME", home.path())
-        .env("PATH", path)
+        .env("PATH", path_with(&[bun.parent().unwrap().to_owned()]))
         .env("XCSH_TEST_TOOL_PACKAGE", "@t/hello-tool")
         .env("XCSH_TEST_FOREIGN_PACKAGE", "@t/far-tool")
         .env("XCSH_TEST_SIGNED_PACKAGE", "@t/signed-tool")
         .env("XCSH_TEST_KEY_A", key_a)
         .env("XCSH_TEST_KEY_B", key_b)
-        .env_remove("XCSH_NATIVE_PLUGINS_ADDON")
-        .env_remove("XCSH_PLUGIN_HOST")
-        .env_remove("XCSH_PLUGINS_BIN")
         .output()
         .unwrap();
     assert_success("bun test omp-install.test.ts", &output);

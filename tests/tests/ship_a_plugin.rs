@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use xcsh_integration_tests::node::{assert_success, upstream_runtime};
+use xcsh_integration_tests::node::{as_installed, assert_success, path_with, upstream_runtime};
 use xcsh_integration_tests::npm_registry::Registry;
 use xcsh_integration_tests::packing::binding_packages;
 use xcsh_integration_tests::{artifacts, workspace_root};
@@ -94,19 +94,11 @@ fn the_readme_ship_a_plugin_steps_work_as_written() {
     .unwrap();
     let real_home = std::env::home_dir().unwrap();
     let cli_dir = artifacts().cli().parent().unwrap().to_owned();
-    let path = std::env::join_paths(
-        [cli_dir, zigbuild, bun.parent().unwrap().to_owned()]
-            .into_iter()
-            .filter(|dir| !dir.as_os_str().is_empty())
-            .chain(std::env::split_paths(
-                &std::env::var_os("PATH").unwrap_or_default(),
-            )),
-    )
-    .unwrap();
+    let path = path_with(&[cli_dir, zigbuild, bun.parent().unwrap().to_owned()]);
     let author = work.path().join("author");
     std::fs::create_dir_all(&author).unwrap();
     let run = |block: &str, dir: &std::path::Path| {
-        Command::new("bash")
+        as_installed(&mut Command::new("bash"))
             .args(["-euo", "pipefail", "-c", block])
             .current_dir(dir)
             .envs(registry.env())
@@ -126,9 +118,6 @@ fn the_readme_ship_a_plugin_steps_work_as_written() {
                 workspace_root().join("target/ship-a-plugin"),
             )
             .env("PATH", &path)
-            .env_remove("XCSH_NATIVE_PLUGINS_ADDON")
-            .env_remove("XCSH_PLUGIN_HOST")
-            .env_remove("XCSH_PLUGINS_BIN")
             .output()
             .unwrap()
     };
@@ -152,7 +141,7 @@ fn the_readme_ship_a_plugin_steps_work_as_written() {
     );
     assert!(text.contains("Installed my-tool@0.1.0"), "{text}");
 
-    let output = Command::new(&bun)
+    let output = as_installed(&mut Command::new(&bun))
         .args(["test", "./ship-a-plugin.test.ts"])
         .current_dir(&runtime)
         .envs(registry.env())
@@ -160,9 +149,6 @@ fn the_readme_ship_a_plugin_steps_work_as_written() {
         .env("PATH", &path)
         .env("XCSH_TEST_PROJECT", &project)
         .env("XCSH_TEST_TOOL", "my_tool")
-        .env_remove("XCSH_NATIVE_PLUGINS_ADDON")
-        .env_remove("XCSH_PLUGIN_HOST")
-        .env_remove("XCSH_PLUGINS_BIN")
         .output()
         .unwrap();
     assert_success("bun test ship-a-plugin.test.ts", &output);

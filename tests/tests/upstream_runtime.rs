@@ -25,6 +25,7 @@ fn the_binding_works_inside_the_real_upstream_runtime() {
             "test",
             "./native-plugins.test.ts",
             "./host-services.test.ts",
+            "./rpc.test.ts",
         ],
         &dir,
         &[("HOME", home.path().as_os_str())],

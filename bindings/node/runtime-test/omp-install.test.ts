@@ -16,9 +16,8 @@ import { expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 
-import { Frames } from "./frames";
+import { mockRpcSession } from "./frames";
 
-const EXT = path.join(import.meta.dir, "ext");
 const CLI = path.join(import.meta.dir, "node_modules", "@oh-my-pi", "pi-coding-agent", "dist", "cli.js");
 const TOOL = process.env.XCSH_TEST_TOOL_PACKAGE ?? "";
 const FOREIGN = process.env.XCSH_TEST_FOREIGN_PACKAGE ?? "";
@@ -63,23 +62,7 @@ test("omp plugin install takes the packed tool; an rpc session asks, previews an
     call("write", { path: "xd://resolve", content: "The user asked for these renames." }),
     say("Done."),
   ];
-  const child = Bun.spawn(
-    [process.execPath, CLI, "--mode", "rpc", "--no-session", "--extension", path.join(EXT, "mock-provider.ts"), "--model", "xcshmock/m"],
-    { cwd: project, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, XCSH_TEST_MOCK_SCRIPT: JSON.stringify(script) } },
-  );
-  const frames = new Frames();
-  const decoder = new TextDecoder();
-  (async () => {
-    for await (const chunk of child.stdout) frames.feed(decoder.decode(chunk));
-  })();
-  let stderr = "";
-  (async () => {
-    for await (const chunk of child.stderr) stderr += decoder.decode(chunk);
-  })();
-  const send = (frame: unknown) => {
-    child.stdin.write(JSON.stringify(frame) + "\n");
-    child.stdin.flush();
-  };
+  const { child, frames, send, stderr } = mockRpcSession({ cwd: project, script });
   try {
     await frames.next((f) => f.type === "ready", "ready");
     send({ id: "p1", type: "prompt", message: "Rename every a file to b." });
@@ -97,7 +80,7 @@ test("omp plugin install takes the packed tool; an rpc session asks, previews an
     const renamed = fs.readdirSync(project).filter((name) => /^b\d+\.txt$/.test(name));
     expect(renamed.length).toBe(21);
   } catch (error) {
-    throw new Error(`${error}\n--- stderr\n${stderr.slice(-4000)}\n--- frames\n${JSON.stringify(frames.seen).slice(-4000)}`);
+    throw new Error(`${error}\n--- stderr\n${stderr().slice(-4000)}\n--- frames\n${JSON.stringify(frames.seen).slice(-4000)}`);
   } finally {
     child.kill();
     await child.exited;

@@ -9,10 +9,9 @@ import { expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 
-import { Frames } from "./frames";
+import { mockRpcSession } from "./frames";
 
 const EXT = path.join(import.meta.dir, "ext");
-const CLI = path.join(import.meta.dir, "node_modules", "@oh-my-pi", "pi-coding-agent", "dist", "cli.js");
 const SCRATCH_ROOT = path.join(import.meta.dir, ".scratch");
 
 for (const ext of ["native-services.ts", "native-services-in-process.ts"]) {
@@ -33,29 +32,12 @@ for (const ext of ["native-services.ts", "native-services-in-process.ts"]) {
       { content: [{ type: "toolCall", name: "batch_rename_preview", arguments: { files, find: "a", replace: "b" } }] },
       { content: ["Nothing was renamed."] },
     ];
-    const child = Bun.spawn(
-      [process.execPath, CLI, "--mode", "rpc", "--no-session", "--extension", native, "--extension", path.join(EXT, "mock-provider.ts"), "--model", "xcshmock/m"],
-      {
-        cwd,
-        stdin: "pipe",
-        stdout: "pipe",
-        stderr: "pipe",
-        env: { ...process.env, HOME: root, XCSH_TEST_MOCK_SCRIPT: JSON.stringify(script), PI_CONFIG_DIR: ".omp-home" },
-      },
-    );
-    const frames = new Frames();
-    const decoder = new TextDecoder();
-    (async () => {
-      for await (const chunk of child.stdout) frames.feed(decoder.decode(chunk));
-    })();
-    let stderr = "";
-    (async () => {
-      for await (const chunk of child.stderr) stderr += decoder.decode(chunk);
-    })();
-    const send = (frame: unknown) => {
-      child.stdin.write(JSON.stringify(frame) + "\n");
-      child.stdin.flush();
-    };
+    const { child, frames, send, stderr } = mockRpcSession({
+      cwd,
+      script,
+      extensions: [native],
+      env: { ...process.env, HOME: root, PI_CONFIG_DIR: ".omp-home" },
+    });
     try {
       await frames.next((f) => f.type === "ready", "ready");
       send({ id: "p1", type: "prompt", message: "Rename every a file to b." });
@@ -72,7 +54,7 @@ for (const ext of ["native-services.ts", "native-services-in-process.ts"]) {
       // Nothing renamed, nothing pending.
       expect(fs.readdirSync(cwd).filter((name) => name.startsWith("b"))).toEqual([]);
     } catch (error) {
-      throw new Error(`${error}\n--- stderr\n${stderr.slice(-3000)}`);
+      throw new Error(`${error}\n--- stderr\n${stderr().slice(-3000)}`);
     } finally {
       child.kill();
       await child.exited;

@@ -9,10 +9,8 @@ import { expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 
-import { Frames } from "./frames";
+import { mockRpcSession } from "./frames";
 
-const EXT = path.join(import.meta.dir, "ext");
-const CLI = path.join(import.meta.dir, "node_modules", "@oh-my-pi", "pi-coding-agent", "dist", "cli.js");
 
 test("the scaffolded tool, installed by omp plugin install, asks, previews and saves through resolve", async () => {
   const project = process.env.XCSH_TEST_PROJECT ?? "";
@@ -23,24 +21,8 @@ test("the scaffolded tool, installed by omp plugin install, asks, previews and s
     { content: [{ type: "toolCall", name: "write", arguments: { path: "xd://resolve", content: "Save it." } }] },
     { content: ["Done."] },
   ];
-  const child = Bun.spawn(
-    [process.execPath, CLI, "--mode", "rpc", "--no-session", "--extension", path.join(EXT, "mock-provider.ts"), "--model", "xcshmock/m"],
-    { cwd: project, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, XCSH_TEST_MOCK_SCRIPT: JSON.stringify(script) } },
-  );
-  const frames = new Frames();
-  const decoder = new TextDecoder();
-  (async () => {
-    for await (const chunk of child.stdout) frames.feed(decoder.decode(chunk));
-  })();
-  let stderr = "";
-  (async () => {
-    for await (const chunk of child.stderr) stderr += decoder.decode(chunk);
-  })();
+  const { child, frames, send, stderr } = mockRpcSession({ cwd: project, script });
   const next = (match: (f: any) => boolean, what: string) => frames.next(match, what, 90_000);
-  const send = (frame: unknown) => {
-    child.stdin.write(JSON.stringify(frame) + "\n");
-    child.stdin.flush();
-  };
   try {
     await next((f) => f.type === "ready", "ready");
     send({ id: "p1", type: "prompt", message: "Greet the world." });
@@ -52,7 +34,7 @@ test("the scaffolded tool, installed by omp plugin install, asks, previews and s
     await next((f) => f.type === "agent_end", "agent_end");
     expect(fs.readFileSync(path.join(project, "greeting.txt"), "utf8")).toBe("Hello, world!");
   } catch (error) {
-    throw new Error(`${error}\n--- stderr\n${stderr.slice(-4000)}`);
+    throw new Error(`${error}\n--- stderr\n${stderr().slice(-4000)}`);
   } finally {
     child.kill();
     await child.exited;

@@ -26,8 +26,13 @@ pub fn check_tool_publisher(
     let home = std::env::home_dir()
         .ok_or_else(|| Error::from_reason("no home directory for the trust store (set HOME)"))?;
     let mut store = TrustStore::for_home(&home).map_err(|e| Error::from_reason(e.to_string()))?;
-    let bytes = std::fs::read(&library)
-        .map_err(|e| Error::from_reason(format!("cannot read {library}: {e}")))?;
+    // Read (and hashed) only when there is a signature to check: an unsigned tool's load reads
+    // nothing more than before.
+    let bytes = match key {
+        Some(_) => std::fs::read(&library)
+            .map_err(|e| Error::from_reason(format!("cannot read {library}: {e}")))?,
+        None => Vec::new(),
+    };
     let file_name = Path::new(&library)
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())

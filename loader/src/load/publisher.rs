@@ -77,6 +77,14 @@ impl PublisherError {
     }
 }
 
+/// Whether `key` is a minisign public key (the base64 line of a `.pub` file); the reason when
+/// it is not.
+pub fn check_key(key: &str) -> Result<(), String> {
+    minisign::PublicKey::from_base64(key)
+        .map(|_| ())
+        .map_err(|e| format!("the publisher key {key:?} is not a minisign key ({e})"))
+}
+
 /// Check `signature` (a `.minisig` text) of `bytes`, named `file_name`, against the minisign
 /// public key `public_key` (base64). Its trusted comment must name the file, so a signature
 /// cannot be moved to another file's name. The reason when it does not hold.

@@ -186,7 +186,7 @@ pub fn with_builtins(builder: xcsh_loader::SessionBuilder) -> xcsh_loader::Sessi
 
 /// The session's working directory: `--cwd`, which must be an existing directory, or the
 /// process's own.
-fn session_cwd(cwd: Option<PathBuf>) -> Result<PathBuf, CliError> {
+pub fn session_cwd(cwd: Option<PathBuf>) -> Result<PathBuf, CliError> {
     let Some(dir) = cwd else {
         return std::env::current_dir()
             .map_err(|e| CliError::Failure(format!("cannot read the current directory: {e}")));

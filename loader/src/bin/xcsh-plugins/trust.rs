@@ -36,7 +36,7 @@ pub struct UntrustArgs {
     pub output: JsonArg,
 }
 
-fn open_store() -> Result<TrustStore, CliError> {
+pub fn open_store() -> Result<TrustStore, CliError> {
     let home = std::env::home_dir().ok_or_else(|| {
         CliError::Failure("no home directory to keep the trust file in (set HOME)".to_owned())
     })?;

@@ -69,21 +69,10 @@ impl FileSet {
         tar.mode(tar::HeaderMode::Deterministic);
         let mut dirs_written: Vec<String> = Vec::new();
         for file in self.sorted() {
-            // Directories first, as tar and npm write them.
-            let mut dir = String::new();
-            for part in file
-                .path
-                .split('/')
-                .collect::<Vec<_>>()
-                .split_last()
-                .map(|(_, d)| d.to_vec())
-                .unwrap_or_default()
-            {
-                dir = if dir.is_empty() {
-                    part.to_owned()
-                } else {
-                    format!("{dir}/{part}")
-                };
+            // Each directory above the file first (`a/`, then `a/b/`), as tar and npm write them.
+            let ancestors = file.path.match_indices('/').map(|(at, _)| &file.path[..at]);
+            for dir in ancestors {
+                let dir = dir.to_owned();
                 if !dirs_written.contains(&dir) {
                     let mut header = tar::Header::new_ustar();
                     header.set_entry_type(tar::EntryType::Directory);

@@ -181,15 +181,10 @@ impl crate::output::Text for InstallReport {
 /// The tools directory an install goes to, and the session's working directory.
 fn tools_dir(place: &PlaceArgs) -> Result<PathBuf, CliError> {
     if place.project {
-        let cwd = match &place.cwd.cwd {
-            Some(dir) => dir.clone(),
-            None => std::env::current_dir().map_err(|e| {
-                CliError::Failure(format!("cannot read the current directory: {e}"))
-            })?,
-        };
-        let cwd = dunce::canonicalize(&cwd)
-            .map_err(|e| CliError::Usage(format!("--cwd {}: {e}", cwd.display())))?;
-        Ok(project_dir(&cwd))
+        // The session's working directory as every command takes it (`--cwd`, checked).
+        Ok(project_dir(&crate::session::session_cwd(
+            place.cwd.cwd.clone(),
+        )?))
     } else {
         Ok(user_dir(&home()?))
     }
@@ -199,10 +194,6 @@ fn home() -> Result<PathBuf, CliError> {
     std::env::home_dir().ok_or_else(|| {
         CliError::Failure("no home directory for ~/.xcsh/agent/ (set HOME)".to_owned())
     })
-}
-
-fn open_trust() -> Result<TrustStore, CliError> {
-    TrustStore::for_home(&home()?).map_err(|e| CliError::Failure(e.to_string()))
 }
 
 fn failure(what: impl std::fmt::Display, error: impl std::fmt::Display) -> CliError {
@@ -277,7 +268,7 @@ fn recover(dir: &Path) -> Result<(), CliError> {
         if let Ok(pin) = serde_json::from_slice::<PendingPin>(&bytes) {
             let there = std::fs::read(&pin.library).map(|b| source::sha256_hex(&b));
             if there.is_ok_and(|sha256| sha256 == pin.sha256) {
-                let mut trust = open_trust()?;
+                let mut trust = crate::trust::open_store()?;
                 trust.trust(pin.library.clone(), pin.sha256.clone());
                 trust
                     .save()
@@ -365,8 +356,8 @@ fn check_conflicts(dir: &Path, manifest: &ToolManifest) -> Result<(), CliError> 
             .find(|t| other.record.tools.contains(&t.name))
         {
             return Err(CliError::Failure(format!(
-                "Tool name \"{}\" conflicts with existing tool (of {} {}, installed in {}); nothing was installed",
-                tool.name,
+                "{} (of {} {}, installed in {}); nothing was installed",
+                xcsh_loader::messages::name_conflict(&tool.name),
                 other.record.npm_name,
                 other.record.version,
                 other.folder
@@ -421,7 +412,7 @@ fn install_fetched(
     fetched: Fetched,
     accept_new_key: bool,
 ) -> Result<(InstallRecord, PathBuf), CliError> {
-    let mut trust = open_trust()?;
+    let mut trust = crate::trust::open_store()?;
     let key = check_publisher(&fetched, &trust, accept_new_key)?;
     check_conflicts(dir, &fetched.manifest)?;
     let manifest = &fetched.manifest;
@@ -686,7 +677,7 @@ pub fn remove(args: RemoveArgs) -> Result<InstallReport, CliError> {
     // One rename takes it out of discovery's sight; then it is deleted.
     std::fs::rename(&folder, &aside)
         .map_err(|e| failure(format!("cannot remove {}", folder.display()), e))?;
-    let mut trust = open_trust()?;
+    let mut trust = crate::trust::open_store()?;
     let canonical = dunce::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
     trust.untrust(
         &canonical
@@ -709,15 +700,11 @@ pub fn remove(args: RemoveArgs) -> Result<InstallReport, CliError> {
 /// `accept-key NAME [KEY]`: accept KEY as the publisher key of the packed tool NAME (its npm
 /// name), or with none, accept it unsigned; the trust store pins it.
 pub fn accept_key(name: &str, key: Option<&str>) -> Result<String, CliError> {
-    let mut trust = open_trust()?;
+    let mut trust = crate::trust::open_store()?;
     let before = trust.publisher_key(name).map(str::to_owned);
     match key {
         Some(key) => {
-            if minisign_key_invalid(key) {
-                return Err(CliError::Usage(format!(
-                    "{key:?} is not a minisign public key (the base64 line of a .pub file)"
-                )));
-            }
+            publisher::check_key(key).map_err(CliError::Usage)?;
             trust.pin_publisher(name, key);
         }
         None => {
@@ -733,11 +720,6 @@ pub fn accept_key(name: &str, key: Option<&str>) -> Result<String, CliError> {
         key.unwrap_or("none (unsigned versions load)"),
         trust.file().display()
     ))
-}
-
-fn minisign_key_invalid(key: &str) -> bool {
-    publisher::verify_signature(key, b"", "", "")
-        .is_err_and(|e| e.contains("is not a minisign key"))
 }
 
 /// `list --installed`: the user's installs and the project's.

@@ -73,6 +73,8 @@ pub struct PackReport {
     pub binding_version: String,
     /// The publisher key the libraries are signed with (minisign public key), if signed.
     pub publisher_key: Option<String>,
+    /// Where the npm tarballs are (`OUT/npm`).
+    pub npm_dir: String,
     pub written: Vec<Written>,
     /// Bundles not written, and why.
     pub skipped: Vec<String>,
@@ -120,10 +122,7 @@ impl crate::output::Text for PackReport {
         writeln!(
             to.out,
             "publish the npm packages, platforms first, with: for f in {}/npm/*.tgz; do npm publish \"$f\" --access public; done",
-            self.written
-                .first()
-                .and_then(|w| Path::new(&w.path).parent()?.parent().map(|p| p.display().to_string()))
-                .unwrap_or_else(|| ".".to_owned())
+            self.npm_dir
         )?;
         Ok(())
     }
@@ -216,7 +215,7 @@ pub fn run(args: PackArgs) -> Result<PackReport, CliError> {
             Err(why) => skipped.push(format!("the .mcpb for {}: {why}", library.platform.triple)),
         }
     }
-    let folder_archive = folder_archive(&packed, &folder, &signatures)?;
+    let folder_archive = folder_archive(&packed, &signatures)?;
     outputs.push((
         "folder archive",
         out.join(format!(
@@ -258,6 +257,7 @@ pub fn run(args: PackArgs) -> Result<PackReport, CliError> {
             .collect(),
         binding_version: packed.binding_version.clone(),
         publisher_key: packed.publisher_key.clone(),
+        npm_dir: npm_dir.display().to_string(),
         written,
         skipped,
     })
@@ -325,7 +325,7 @@ pub fn tool_summaries(folder: &Path) -> Result<Vec<ToolSummary>, CliError> {
     let tools: Vec<ToolSummary> = session
         .tools()
         .into_iter()
-        .filter(|spec| spec.name != "resolve")
+        .filter(|spec| spec.name != xcsh_loader::RESOLVE_TOOL_NAME)
         .map(|spec| ToolSummary {
             name: spec.name,
             label: spec.label,
@@ -346,7 +346,6 @@ pub fn tool_summaries(folder: &Path) -> Result<Vec<ToolSummary>, CliError> {
 /// and the package manifest (`xcsh-tool.json`).
 fn folder_archive(
     packed: &PackedTool,
-    _folder: &Path,
     signatures: &[(&'static str, String)],
 ) -> Result<FileSet, CliError> {
     let mut set = FileSet::default();

@@ -75,12 +75,6 @@ impl SigningKey {
     }
 }
 
-/// Check a signature: [`xcsh_loader::publisher::verify_signature`].
-#[cfg(test)]
-fn verify(public_key: &str, bytes: &[u8], signature: &str, file_name: &str) -> Result<(), String> {
-    xcsh_loader::publisher::verify_signature(public_key, bytes, signature, file_name)
-}
-
 /// `xcsh-plugins keygen DIR`: a new unencrypted key pair, `DIR/xcsh-sign.key` (0600) and
 /// `DIR/xcsh-sign.pub`; existing files are not overwritten.
 pub fn keygen(dir: &Path) -> Result<(PathBuf, PathBuf, String), CliError> {
@@ -129,6 +123,7 @@ pub fn keygen(dir: &Path) -> Result<(PathBuf, PathBuf, String), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xcsh_loader::publisher::verify_signature as verify;
 
     #[test]
     fn signs_verifies_and_refuses() {

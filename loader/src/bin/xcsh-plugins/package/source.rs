@@ -352,13 +352,8 @@ fn npm_pack(spec: &str, scratch: &Path) -> Result<(Vec<u8>, serde_json::Value), 
         .cloned()
         .ok_or_else(|| CliError::Failure(format!("npm pack {spec} reported no package")))?;
     let file = entry["filename"].as_str().unwrap_or_default();
-    let path = scratch.join(file.replace('/', "-").trim_start_matches('@'));
-    let path = if path.is_file() {
-        path
-    } else {
-        scratch.join(file)
-    };
-    let bytes = read_capped(&path)?;
+    // npm's own name for the tarball it wrote (`@t/x` 1.0.0 → `t-x-1.0.0.tgz`).
+    let bytes = read_capped(&scratch.join(file))?;
     let integrity = entry["integrity"].as_str().unwrap_or_default();
     let actual = sha512_integrity(&bytes);
     if integrity != actual {
