@@ -511,8 +511,21 @@ class PluginSession {
       const watching = signal && typeof signal.addEventListener === "function";
       const abortNumber = watching ? (session.nextAbort = (session.nextAbort + 1) >>> 0) : undefined;
       const abort = () => session.native.abortSettle(abortNumber);
+      // The apply or reject asks the runtime's UI as a call does (SPEC 3.2): under a call
+      // number of its own, with the factory's `pi` (a TypeScript closure captures it too).
+      session.nextCall = (session.nextCall + 1) >>> 0;
+      const call = session.nextCall;
+      const callHost = host.hostOf(session.pi, undefined);
+      session.callHosts.set(call, callHost);
       try {
-        const settling = session.native.settle(id, apply, String(reason ?? ""), abortNumber);
+        const settling = session.native.settle(
+          id,
+          apply,
+          String(reason ?? ""),
+          abortNumber,
+          call,
+          JSON.stringify(host.factsOf(callHost)),
+        );
         if (watching) {
           signal.addEventListener("abort", abort, { once: true });
           if (signal.aborted) abort();
@@ -530,6 +543,7 @@ class PluginSession {
         throw error;
       } finally {
         if (watching) signal.removeEventListener("abort", abort);
+        session.callHosts.delete(call);
         state = outcome;
         if (state !== "pending") {
           const at = session.actions.indexOf(live);

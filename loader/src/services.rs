@@ -184,6 +184,12 @@ impl std::fmt::Debug for CallServices {
 }
 
 impl CallServices {
+    /// The services of a call no one answers (the no-user defaults of SPEC 3.1), withdrawn
+    /// when `cancel` fires.
+    pub fn none(cancel: CancelToken) -> Self {
+        SessionServices::default().for_call_with(None, cancel)
+    }
+
     /// Who answers this call.
     fn services(&self) -> Arc<dyn HostServices> {
         match &self.answering {

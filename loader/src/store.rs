@@ -14,13 +14,19 @@ use xcsh_plugin_api::AgentToolResult;
 
 use xcsh_plugin_api::PluginError as ToolError;
 
+pub use crate::tool::ActionContext;
+
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-/// The `apply(reason)` callback of a pending action.
-pub type ApplyFn = Box<dyn FnOnce(String) -> BoxFuture<Result<AgentToolResult, ToolError>> + Send>;
-/// The optional `reject(reason)` callback of a pending action.
-pub type RejectFn =
-    Box<dyn FnOnce(String) -> BoxFuture<Result<Option<AgentToolResult>, ToolError>> + Send>;
+/// The `apply(reason, ctx)` callback of a pending action: `ctx` is what the host offers the
+/// call that settles it (SPEC 3.2).
+pub type ApplyFn =
+    Box<dyn FnOnce(String, ActionContext) -> BoxFuture<Result<AgentToolResult, ToolError>> + Send>;
+/// The optional `reject(reason, ctx)` callback of a pending action.
+pub type RejectFn = Box<
+    dyn FnOnce(String, ActionContext) -> BoxFuture<Result<Option<AgentToolResult>, ToolError>>
+        + Send,
+>;
 
 /// After a failed apply: the apply to run when the action is applied again, or `None` when
 /// its apply cannot run again (a one-shot apply, or a plugin that predates retryable ones).
@@ -152,22 +158,27 @@ impl PendingAction {
         self.reject.is_some()
     }
 
-    /// Run `apply(reason)`, consuming the action (an embedder's own `resolve` uses this).
-    pub fn apply(self, reason: String) -> BoxFuture<Result<AgentToolResult, ToolError>> {
-        (self.apply)(reason)
+    /// Run `apply(reason, ctx)`, consuming the action (an embedder's own `resolve` uses this).
+    pub fn apply(
+        self,
+        reason: String,
+        ctx: ActionContext,
+    ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+        (self.apply)(reason, ctx)
     }
 
-    /// Start `apply(reason)`, keeping what a failed apply leaves: the future to run, and the
-    /// rest of the action, which [`AfterFailedApply::into_action`] turns back into a pending
-    /// action when the apply fails (or is interrupted). On success the rest is dropped.
+    /// Start `apply(reason, ctx)`, keeping what a failed apply leaves: the future to run, and
+    /// the rest of the action, which [`AfterFailedApply::into_action`] turns back into a
+    /// pending action when the apply fails (or is interrupted). On success the rest is dropped.
     pub fn start_apply(
         self,
         reason: String,
+        ctx: ActionContext,
     ) -> (
         BoxFuture<Result<AgentToolResult, ToolError>>,
         AfterFailedApply,
     ) {
-        let future = (self.apply)(reason);
+        let future = (self.apply)(reason, ctx);
         let rest = AfterFailedApply {
             label: self.label,
             source_tool_name: self.source_tool_name,
@@ -182,9 +193,13 @@ impl PendingAction {
 
     /// Run `reject(reason)` when the action has one, consuming the action; `Ok(None)` when it
     /// has none or it gave no result (the caller's default discard text stands).
-    pub fn reject(self, reason: String) -> BoxFuture<Result<Option<AgentToolResult>, ToolError>> {
+    pub fn reject(
+        self,
+        reason: String,
+        ctx: ActionContext,
+    ) -> BoxFuture<Result<Option<AgentToolResult>, ToolError>> {
         match self.reject {
-            Some(reject) => reject(reason),
+            Some(reject) => reject(reason, ctx),
             None => Box::pin(async { Ok(None) }),
         }
     }
@@ -213,9 +228,11 @@ impl AfterFailedApply {
             .and_then(|retry| retry())
             .unwrap_or_else(|| {
                 let message = crate::messages::cannot_apply_again(&self.label, &first_failure);
-                Box::new(move |_reason: String| -> BoxFuture<_> {
-                    Box::pin(async move { Err(ToolError::new(message)) })
-                })
+                Box::new(
+                    move |_reason: String, _ctx: ActionContext| -> BoxFuture<_> {
+                        Box::pin(async move { Err(ToolError::new(message)) })
+                    },
+                )
             });
         PendingAction {
             label: self.label,
@@ -416,7 +433,7 @@ mod tests {
         PendingAction::new(
             label,
             "test",
-            Box::new(move |_| Box::pin(async move { Ok(AgentToolResult::text(label_owned)) })),
+            Box::new(move |_, _| Box::pin(async move { Ok(AgentToolResult::text(label_owned)) })),
         )
     }
 

@@ -52,7 +52,7 @@ impl CustomToolApi {
             return Err(PluginError::new("pending action label must not be empty"));
         }
         self.host
-            .push_pending_action(action.into_ffi())
+            .push_pending_action(action.into_ffi(self.clone()))
             .into_result()
             .map_err(|message| PluginError::new(message.into_string()))
     }

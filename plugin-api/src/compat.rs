@@ -77,6 +77,11 @@ pub const CAPABILITIES: &[Capability] = &[
         since: "0.6.0",
         description: "a running call may run a program in one line, ended with its call, its output capped (ToolContext::exec)",
     },
+    Capability {
+        name: "action-context",
+        since: "0.7.0",
+        description: "a pending action's apply and reject get the host's services of the resolve call that runs them (questions, notifications, programs, cancellation)",
+    },
 ];
 
 /// The capabilities a plugin built against `version` has (empty for a version this crate

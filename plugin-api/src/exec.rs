@@ -203,6 +203,7 @@ impl ToolContext {
         let program = program.as_ref().to_owned();
         let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
         let name = program.to_string_lossy().into_owned();
+        self.check_live()?;
         if self.is_cancelled() {
             return Err(PluginError::new(format!(
                 "the call was cancelled; {name} was not started"

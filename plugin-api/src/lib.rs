@@ -127,7 +127,79 @@ pub use host::{
 pub use pending::{CustomToolPendingAction, DEFAULT_SOURCE_TOOL_NAME};
 pub use result::{AgentToolResult, Content, EmbeddedResource};
 pub use tool::{schema_of, CustomTool, FromApi, ToolContext, ToolSet};
+
 pub use ui::{FormAnswer, Ui};
+/// A documented `async fn` as a tool: the shortest way to write one (since 0.7).
+///
+/// The function's doc comment is the tool's description for the model; its parameters are the
+/// tool's JSON parameters (each one's doc comment its description, `Option<T>` an optional
+/// property, other attributes such as `#[serde(default)]` lent to the field); a parameter of
+/// type `ToolContext` or `&ToolContext` receives the call's context, wherever it stands. The
+/// function returns `Result<T, E>` (or a plain `T`) where `T: Into<AgentToolResult>` (an
+/// [`AgentToolResult`], a `String`, a `&'static str`) and `E: Into<PluginError>`.
+///
+/// `#[tool]` writes, beside the function, a unit struct named after it in `UpperCamelCase`
+/// (`git_cleanup` → `GitCleanup`) implementing [`CustomTool`], which is what
+/// [`export_plugin!`] and [`tools!`] take, and its parameter struct (`GitCleanupParams`).
+/// Options: `name = ".."` (default: the function's name), `label = ".."` (default: the name
+/// in words, `Git cleanup`), and the flags `deferrable`, `hidden`, `read_only`, `destructive`,
+/// `idempotent`, `open_world` (bare for `true`, or `= false`). A parameter marked `#[params]`
+/// takes the whole parameter type instead (a [`tool_params!`] struct), and must be the only
+/// one.
+///
+/// What cannot become a tool is a compile error naming the culprit: a borrowed parameter
+/// (`name: &str`: `parameter `name` is deserialized from the model's JSON, so it must own its
+/// data`), a missing doc comment, a function that is not `async`, generic or a method.
+///
+/// ```
+/// use xcsh_plugin_api::testing::PluginTest;
+/// use xcsh_plugin_api::*;
+///
+/// /// A simple greeting tool
+/// #[tool]
+/// async fn hello(
+///     /// Name to greet
+///     name: String,
+///     /// How many times (once when absent)
+///     times: Option<u32>,
+/// ) -> Result<AgentToolResult, PluginError> {
+///     let text = format!("Hello, {name}! ").repeat(times.unwrap_or(1) as usize);
+///     Ok(AgentToolResult::text(text.trim_end()).with_details(json!({ "greeted": name })))
+/// }
+///
+/// // In a plugin crate: export_plugin!(tools: [Hello]);
+/// let schema = Hello.parameters_schema();
+/// assert_eq!(schema["required"], json!(["name"]));
+/// assert_eq!(schema["properties"]["times"]["type"], "integer");
+/// assert_eq!(Hello.label(), "Hello");
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let test = PluginTest::new(tools![Hello]);
+/// let outcome = test.call("hello", json!({"name": "Ada", "times": 2})).await?;
+/// assert_eq!(outcome.text(), "Hello, Ada! Hello, Ada!");
+/// # Ok::<(), xcsh_plugin_api::testing::TestError>(())
+/// # }).unwrap();
+/// ```
+///
+/// A deferrable tool previews, and its pending action's apply gets the `resolve` call's
+/// context (see [`CustomToolPendingAction::new_in_context`]):
+///
+/// ```
+/// use xcsh_plugin_api::*;
+///
+/// /// Delete one local branch, after the model resolves the preview.
+/// #[tool(deferrable)]
+/// async fn delete_branch(ctx: ToolContext, /** The branch */ branch: String) -> Result<String, PluginError> {
+///     let label = format!("Delete branch: {branch}");
+///     ctx.push_pending_action(CustomToolPendingAction::new_in_context(label, |_reason, ctx| async move {
+///         let git = ctx.exec("git", ["branch", "-d", &branch], ExecOptions::new()).await?;
+///         Ok(AgentToolResult::text(git.stdout_text()))
+///     }))?;
+///     Ok("Previewed. Call resolve to apply or discard.".to_owned())
+/// }
+/// assert!(DeleteBranch.deferrable());
+/// ```
+pub use xcsh_plugin_macros::tool;
 
 pub use schemars::{self, JsonSchema};
 pub use serde::{self, Deserialize};

@@ -9,19 +9,23 @@ use abi_stable::std_types::{ROption, RStr, RString};
 use async_ffi::FfiFuture;
 use serde_json::Value;
 
+use crate::ffi::ToolContextBox;
 use crate::ffi::{
     FfiOutcome, FfiPendingAction, FfiRejectOutcome, FfiToolResult, PendingActionFfi,
     PendingActionFfi_TO,
 };
 use crate::guard::{drop_quietly, guard};
-use crate::{AgentToolResult, PluginError};
+use crate::tool::ContextEnd;
+use crate::{AgentToolResult, CustomToolApi, PluginError, ToolContext};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 type ApplyFuture = BoxFuture<Result<AgentToolResult, PluginError>>;
-type ApplyOnceFn = Box<dyn FnOnce(String) -> ApplyFuture + Send>;
-type ApplyAgainFn = Arc<dyn Fn(String) -> ApplyFuture + Send + Sync>;
-type RejectFn =
-    Box<dyn FnOnce(String) -> BoxFuture<Result<Option<AgentToolResult>, PluginError>> + Send>;
+type ApplyOnceFn = Box<dyn FnOnce(String, ToolContext) -> ApplyFuture + Send>;
+type ApplyAgainFn = Arc<dyn Fn(String, ToolContext) -> ApplyFuture + Send + Sync>;
+type RejectFn = Box<
+    dyn FnOnce(String, ToolContext) -> BoxFuture<Result<Option<AgentToolResult>, PluginError>>
+        + Send,
+>;
 
 /// An action's `apply`: run at most once ([`CustomToolPendingAction::new`]), or run again
 /// after a failure ([`CustomToolPendingAction::retryable`]).
@@ -82,9 +86,41 @@ impl CustomToolPendingAction {
         F: FnOnce(String) -> Fut + Send + 'static,
         Fut: Future<Output = Result<AgentToolResult, PluginError>> + Send + 'static,
     {
+        Self::new_in_context(label, move |reason, _ctx| apply(reason))
+    }
+
+    /// An action whose `apply(reason, ctx)` gets the host's services, as `execute` does: ask
+    /// the user (`ctx.ui()`), run a program (`ctx.exec(..)`), notify, report progress, see
+    /// cancellation. `ctx` is the context of the `resolve` call that applies the action (an
+    /// MCP client's, the CLI's terminal, xcsh's runtime), in every host and in a plugin
+    /// process alike; it is valid while the apply runs. Since `xcsh-plugin-api` 0.7.
+    ///
+    /// ```
+    /// use xcsh_plugin_api::{AgentToolResult, CustomToolPendingAction, ExecOptions, PluginError};
+    ///
+    /// let branches = vec!["old-feature".to_owned()];
+    /// let action = CustomToolPendingAction::new_in_context(
+    ///     "Git cleanup: delete 1 merged branch",
+    ///     move |_reason, ctx| async move {
+    ///         for branch in &branches {
+    ///             let out = ctx.exec("git", ["branch", "-d", branch], ExecOptions::new()).await?;
+    ///             if !out.success() {
+    ///                 return Err(PluginError::new(out.stderr_text()));
+    ///             }
+    ///         }
+    ///         Ok(AgentToolResult::text(format!("Deleted {} branches", branches.len())))
+    ///     },
+    /// );
+    /// assert_eq!(action.label(), "Git cleanup: delete 1 merged branch");
+    /// ```
+    pub fn new_in_context<F, Fut>(label: impl Into<String>, apply: F) -> Self
+    where
+        F: FnOnce(String, ToolContext) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<AgentToolResult, PluginError>> + Send + 'static,
+    {
         Self::with_apply(
             label,
-            ApplyFn::Once(Box::new(move |reason| Box::pin(apply(reason)))),
+            ApplyFn::Once(Box::new(move |reason, ctx| Box::pin(apply(reason, ctx)))),
         )
     }
 
@@ -112,9 +148,19 @@ impl CustomToolPendingAction {
         F: Fn(String) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<AgentToolResult, PluginError>> + Send + 'static,
     {
+        Self::retryable_in_context(label, move |reason, _ctx| apply(reason))
+    }
+
+    /// [`CustomToolPendingAction::retryable`], with the host's services in each apply (see
+    /// [`CustomToolPendingAction::new_in_context`]). Since `xcsh-plugin-api` 0.7.
+    pub fn retryable_in_context<F, Fut>(label: impl Into<String>, apply: F) -> Self
+    where
+        F: Fn(String, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<AgentToolResult, PluginError>> + Send + 'static,
+    {
         Self::with_apply(
             label,
-            ApplyFn::Retryable(Arc::new(move |reason| Box::pin(apply(reason)))),
+            ApplyFn::Retryable(Arc::new(move |reason, ctx| Box::pin(apply(reason, ctx)))),
         )
     }
 
@@ -131,12 +177,24 @@ impl CustomToolPendingAction {
     /// Add a `reject` callback, run on discard; a returned result replaces the default
     /// `Discarded: {label}. Reason: {reason}` text.
     #[must_use]
-    pub fn with_reject<F, Fut>(mut self, reject: F) -> Self
+    pub fn with_reject<F, Fut>(self, reject: F) -> Self
     where
         F: FnOnce(String) -> Fut + Send + 'static,
         Fut: Future<Output = Result<Option<AgentToolResult>, PluginError>> + Send + 'static,
     {
-        self.reject = Some(Box::new(move |reason| Box::pin(reject(reason))));
+        self.with_reject_in_context(move |reason, _ctx| reject(reason))
+    }
+
+    /// [`CustomToolPendingAction::with_reject`], with the host's services in the reject (see
+    /// [`CustomToolPendingAction::new_in_context`]): say what was discarded with
+    /// `ctx.ui().notify(..)`, or clean up with `ctx.exec(..)`. Since `xcsh-plugin-api` 0.7.
+    #[must_use]
+    pub fn with_reject_in_context<F, Fut>(mut self, reject: F) -> Self
+    where
+        F: FnOnce(String, ToolContext) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Option<AgentToolResult>, PluginError>> + Send + 'static,
+    {
+        self.reject = Some(Box::new(move |reason, ctx| Box::pin(reject(reason, ctx))));
         self
     }
 
@@ -169,8 +227,9 @@ impl CustomToolPendingAction {
         matches!(self.apply, ApplyFn::Retryable(_))
     }
 
-    pub(crate) fn into_ffi(self) -> FfiPendingAction {
+    pub(crate) fn into_ffi(self, api: CustomToolApi) -> FfiPendingAction {
         let callbacks = Callbacks {
+            api,
             label: self.label,
             details_json: self.details.map(|details| details.to_string()),
             source_tool_name: self.source_tool_name,
@@ -186,6 +245,8 @@ impl CustomToolPendingAction {
 /// A slot is emptied when its callback can no longer run: `apply` when a one-shot apply
 /// started, both when the action settled (a successful apply, or a reject).
 struct Callbacks {
+    /// The host's services, handed to each callback's [`ToolContext`].
+    api: CustomToolApi,
     label: String,
     details_json: Option<String>,
     source_tool_name: String,
@@ -234,13 +295,54 @@ impl PendingActionFfi for Callbacks {
     }
 
     fn apply(&self, reason: RString) -> FfiFuture<FfiOutcome> {
+        let (ctx, end) = ToolContext::without_host(self.api.clone(), self.owner("apply"));
+        self.run_apply(reason, ctx, end)
+    }
+
+    fn apply_in(&self, reason: RString, ctx: ToolContextBox) -> FfiFuture<FfiOutcome> {
+        let (ctx, end) = ToolContext::new(ctx, self.api.clone(), self.owner("apply"));
+        self.run_apply(reason, ctx, end)
+    }
+
+    fn has_reject(&self) -> bool {
+        lock(&self.reject).is_some()
+    }
+
+    fn reject(&self, reason: RString) -> FfiFuture<FfiRejectOutcome> {
+        let (ctx, end) = ToolContext::without_host(self.api.clone(), self.owner("reject"));
+        self.run_reject(reason, ctx, end)
+    }
+
+    fn reject_in(&self, reason: RString, ctx: ToolContextBox) -> FfiFuture<FfiRejectOutcome> {
+        let (ctx, end) = ToolContext::new(ctx, self.api.clone(), self.owner("reject"));
+        self.run_reject(reason, ctx, end)
+    }
+
+    fn can_apply(&self) -> bool {
+        lock(&self.apply).is_some()
+    }
+}
+
+impl Callbacks {
+    /// What a callback's context belongs to, for the error of a context used after it.
+    fn owner(&self, callback: &str) -> String {
+        format!("the {callback} of \"{}\"", self.label)
+    }
+
+    /// Run the apply with `ctx`, which `end` ends when the apply returns or is dropped.
+    fn run_apply(
+        &self,
+        reason: RString,
+        ctx: ToolContext,
+        end: ContextEnd,
+    ) -> FfiFuture<FfiOutcome> {
         let future = {
             let mut slot = lock(&self.apply);
             match slot.take() {
                 None => return already_resolved(),
-                Some(ApplyFn::Once(apply)) => apply(reason.into_string()),
+                Some(ApplyFn::Once(apply)) => apply(reason.into_string(), ctx),
                 Some(ApplyFn::Retryable(apply)) => {
-                    let future = apply(reason.into_string());
+                    let future = apply(reason.into_string(), ctx);
                     *slot = Some(ApplyFn::Retryable(apply));
                     future
                 }
@@ -249,6 +351,7 @@ impl PendingActionFfi for Callbacks {
         let (apply, reject) = (Arc::clone(&self.apply), Arc::clone(&self.reject));
         guard(
             async move {
+                let _end = end;
                 let result = future.await;
                 if result.is_ok() {
                     // Settled: neither callback may run again.
@@ -261,11 +364,13 @@ impl PendingActionFfi for Callbacks {
         )
     }
 
-    fn has_reject(&self) -> bool {
-        lock(&self.reject).is_some()
-    }
-
-    fn reject(&self, reason: RString) -> FfiFuture<FfiRejectOutcome> {
+    /// Run the reject with `ctx`, which `end` ends when the reject returns or is dropped.
+    fn run_reject(
+        &self,
+        reason: RString,
+        ctx: ToolContext,
+        end: ContextEnd,
+    ) -> FfiFuture<FfiRejectOutcome> {
         drop_quietly(take(&self.apply));
         let Some(reject) = take(&self.reject) else {
             return guard(async { Ok(None) }, |_: Option<AgentToolResult>| {
@@ -273,12 +378,11 @@ impl PendingActionFfi for Callbacks {
             });
         };
         guard(
-            async move { reject(reason.into_string()).await },
+            async move {
+                let _end = end;
+                reject(reason.into_string(), ctx).await
+            },
             |result| ROption::from(result.map(FfiToolResult::from)),
         )
-    }
-
-    fn can_apply(&self) -> bool {
-        lock(&self.apply).is_some()
     }
 }

@@ -207,6 +207,20 @@ impl From<AgentToolResult> for FfiToolResult {
     }
 }
 
+/// A text result: what a `#[tool]` function may return instead of an [`AgentToolResult`].
+impl From<String> for AgentToolResult {
+    fn from(text: String) -> Self {
+        Self::text(text)
+    }
+}
+
+/// A text result, as [`From<String>`].
+impl From<&str> for AgentToolResult {
+    fn from(text: &str) -> Self {
+        Self::text(text)
+    }
+}
+
 impl From<FfiToolResult> for AgentToolResult {
     fn from(result: FfiToolResult) -> Self {
         let content = result

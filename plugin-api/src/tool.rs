@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
@@ -170,13 +171,53 @@ pub fn schema_of<T: JsonSchema>() -> Value {
     schema
 }
 
-/// Per-call services: partial updates, cancellation, and the host's [`CustomToolApi`]
-/// (`ctx.push_pending_action(..)`, `ctx.cwd()`), so a tool need not keep the API itself.
+/// Per-call services: partial updates, cancellation, questions to the user
+/// ([`ToolContext::ui`]), programs ([`ToolContext::exec`]), the session's model, and the host's
+/// [`CustomToolApi`] (`ctx.push_pending_action(..)`, `ctx.cwd()`), so a tool need not keep the
+/// API itself.
+///
+/// `execute` gets one, and so do a pending action's `apply` and `reject` when it is built with
+/// [`CustomToolPendingAction::new_in_context`] (and its `retryable`/`reject` siblings): the
+/// context of the `resolve` call that runs them. A context is valid while the callback it was
+/// handed to runs; used after that (kept past its call, or by another call's action), every
+/// service fails with an error naming what it belonged to, and `is_cancelled()` is `true`.
 pub struct ToolContext {
     pub(crate) host: ToolContextBox,
     api: CustomToolApi,
     /// What the host can do for this call, read at the first question.
     pub(crate) facts: std::sync::OnceLock<crate::host::HostFacts>,
+    span: Arc<Span>,
+}
+
+/// What a [`ToolContext`] belongs to, and whether that has ended.
+struct Span {
+    ended: AtomicBool,
+    /// `the call of tool "x"`, `the apply of "label"`.
+    owner: String,
+}
+
+/// Ends a [`ToolContext`]'s [`Span`] when dropped: held by the future of the callback the
+/// context was handed to, so it ends when that callback returns or is cancelled.
+pub(crate) struct ContextEnd(Arc<Span>);
+
+impl Drop for ContextEnd {
+    fn drop(&mut self) {
+        self.0.ended.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The host side of a context where the host gave none (an action applied through the ABI's
+/// plain `apply`, by a host that predates `apply_in`): no user, no model, never cancelled.
+struct NoHost;
+
+impl crate::ffi::ToolContextFfi for NoHost {
+    fn update(&self, partial: FfiToolResult) {
+        drop(partial);
+    }
+
+    fn is_cancelled(&self) -> bool {
+        false
+    }
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -186,15 +227,60 @@ impl std::fmt::Debug for ToolContext {
 }
 
 impl ToolContext {
-    /// Report a partial result while the tool is still running.
+    /// A context over `host` for the callback `owner` names, and what ends it.
+    pub(crate) fn new(
+        host: ToolContextBox,
+        api: CustomToolApi,
+        owner: String,
+    ) -> (Self, ContextEnd) {
+        let span = Arc::new(Span {
+            ended: AtomicBool::new(false),
+            owner,
+        });
+        let ctx = Self {
+            host,
+            api,
+            facts: std::sync::OnceLock::new(),
+            span: Arc::clone(&span),
+        };
+        (ctx, ContextEnd(span))
+    }
+
+    /// A context with no host behind it (see [`NoHost`]).
+    pub(crate) fn without_host(api: CustomToolApi, owner: String) -> (Self, ContextEnd) {
+        Self::new(
+            crate::ffi::ToolContextFfi_TO::from_value(NoHost, TD_Opaque),
+            api,
+            owner,
+        )
+    }
+
+    /// `Err` once the callback this context was handed to has ended.
+    pub(crate) fn check_live(&self) -> Result<(), PluginError> {
+        if self.span.ended.load(Ordering::SeqCst) {
+            return Err(PluginError::new(format!(
+                "this context belongs to {}, which has ended: use the context handed to the \
+                 callback that is running (an action's apply and reject get their own)",
+                self.span.owner
+            )));
+        }
+        Ok(())
+    }
+
+    /// Report a partial result while the tool (or the action's apply) is still running.
+    /// After its callback ended, the update is dropped and the plugin's log says so.
     pub fn update(&self, partial: AgentToolResult) {
-        self.host.update(partial.into());
+        match self.check_live() {
+            Ok(()) => self.host.update(partial.into()),
+            Err(error) => self.api.logger().warn(format!("update dropped: {error}")),
+        }
     }
 
     /// Whether the host has cancelled the call. Cancellation also drops the `execute` future at
-    /// its next `.await`; check this in long synchronous loops.
+    /// its next `.await`; check this in long synchronous loops. `true` once the callback this
+    /// context was handed to has ended.
     pub fn is_cancelled(&self) -> bool {
-        self.host.is_cancelled()
+        self.span.ended.load(Ordering::SeqCst) || self.host.is_cancelled()
     }
 
     /// The host's services, as the factory received them.
@@ -473,11 +559,8 @@ impl<T: CustomTool> ToolFfi for ToolAdapter<T> {
                             tool.name()
                         ))
                     })?;
-                let ctx = ToolContext {
-                    host: ctx,
-                    api,
-                    facts: std::sync::OnceLock::new(),
-                };
+                let owner = format!("the call of tool \"{}\"", tool.name());
+                let (ctx, _end) = ToolContext::new(ctx, api, owner);
                 tool.execute(tool_call_id.into_string(), params, ctx).await
             },
             FfiToolResult::from,

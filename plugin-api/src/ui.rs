@@ -72,6 +72,7 @@ impl<'a> Ui<'a> {
         title: impl Into<String>,
         message: impl Into<String>,
     ) -> Result<bool, PluginError> {
+        self.ctx.check_live()?;
         if !self.has_ui() {
             return Ok(false);
         }
@@ -104,6 +105,7 @@ impl<'a> Ui<'a> {
                 "select was given the option \"{twice}\" twice"
             )));
         }
+        self.ctx.check_live()?;
         if !self.has_ui() {
             return Ok(None);
         }
@@ -126,6 +128,7 @@ impl<'a> Ui<'a> {
         title: impl Into<String>,
         placeholder: Option<&str>,
     ) -> Result<Option<String>, PluginError> {
+        self.ctx.check_live()?;
         if !self.has_ui() {
             return Ok(None);
         }
@@ -150,6 +153,7 @@ impl<'a> Ui<'a> {
         message: impl Into<String>,
     ) -> Result<FormAnswer<T>, PluginError> {
         let schema = crate::form::form_schema::<T>()?;
+        self.ctx.check_live()?;
         if !self.has_ui() {
             return Ok(FormAnswer::Cancel);
         }
@@ -259,6 +263,7 @@ impl ToolContext {
         &self,
         request: HostRequest,
     ) -> Result<HostReply, PluginError> {
+        self.check_live()?;
         if self.is_cancelled() {
             return Err(PluginError::new(format!(
                 "the call was cancelled; its {} was not sent",

@@ -510,7 +510,7 @@ pub mod store {
         PendingAction::new(
             "Bench: no-op",
             "bench",
-            Box::new(|_reason| Box::pin(async { Ok(AgentToolResult::text("applied")) })),
+            Box::new(|_reason, _ctx| Box::pin(async { Ok(AgentToolResult::text("applied")) })),
         )
     }
 

@@ -43,6 +43,8 @@ pub const PLUGIN_PACKAGES: &[&str] = &[
     "fixture-conformance",
     "fixture-todo",
     "fixture-programs",
+    "fixture-action-context",
+    "git-cleanup",
 ];
 
 /// Paths of the built artifacts, by cargo target name (`batch_rename`, `xcsh-plugins`, ...).

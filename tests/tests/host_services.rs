@@ -255,3 +255,112 @@ async fn session_events_reach_on_session_and_shutdown_is_the_last() {
         assert_eq!(heard, "branch\nshutdown\n", "{isolation:?}");
     }
 }
+
+/// A session on the fixture whose action uses the host in its apply and reject (SPEC 3.2).
+fn action_session(
+    dir: &std::path::Path,
+    isolation: Isolation,
+    services: Option<Arc<Scripted>>,
+) -> Session {
+    let mut builder = Session::builder(dir)
+        .default_dirs(false)
+        .isolation(isolation)
+        .plugin(plugin("fixture-action-context"));
+    if let Some(services) = services {
+        builder = builder.host_services(services);
+    }
+    let session = builder.build();
+    assert!(
+        session.load_errors().is_empty(),
+        "{:?}",
+        session.load_errors()
+    );
+    session
+}
+
+#[tokio::test]
+async fn an_apply_asks_notifies_and_runs_a_program_in_both_modes() {
+    for isolation in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let user = Scripted::answering([HostReply::Confirmed { yes: true }]);
+        let session = action_session(dir.path(), isolation, Some(Arc::clone(&user)));
+        let pushed = session.call("ask_on_apply", json!({})).await;
+        assert!(!pushed.is_error, "{isolation:?}: {}", pushed.text());
+        // Nothing is asked before the apply.
+        assert!(user.asked.lock().unwrap().is_empty(), "{isolation:?}");
+        let applied = session
+            .call("resolve", json!({"action": "apply", "reason": "go"}))
+            .await;
+        assert!(!applied.is_error, "{isolation:?}: {}", applied.text());
+        assert_eq!(
+            applied.text(),
+            "has_ui=true confirmed=true echo=from-apply",
+            "{isolation:?}"
+        );
+        let asked = user.asked.lock().unwrap().clone();
+        assert!(
+            matches!(&asked[..], [HostRequest::Confirm { title, .. }] if title == "Apply"),
+            "{isolation:?}: {asked:?}"
+        );
+        assert_eq!(
+            user.notes.lock().unwrap().clone(),
+            ["applying (go)"],
+            "{isolation:?}"
+        );
+
+        // The apply kept its context: used after the action settled, it is a clear error.
+        let stale = session.call("use_stale_context", json!({})).await;
+        let text = stale.text();
+        let ended = "this context belongs to the apply of \"Ask on apply: one question\", \
+                     which has ended";
+        assert!(
+            text.starts_with(&format!("confirm error: {ended}")),
+            "{isolation:?}: {text}"
+        );
+        assert!(
+            text.contains(&format!("exec error: {ended}")),
+            "{isolation:?}: {text}"
+        );
+        assert!(text.ends_with("cancelled=true"), "{isolation:?}: {text}");
+        // Nothing more reached the user.
+        assert_eq!(user.asked.lock().unwrap().len(), 1, "{isolation:?}");
+        session.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn a_reject_notifies_and_without_a_user_the_apply_gets_the_defaults() {
+    for isolation in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let user = Scripted::answering([]);
+        let session = action_session(dir.path(), isolation, Some(Arc::clone(&user)));
+        session.call("ask_on_apply", json!({})).await;
+        let discarded = session
+            .call("resolve", json!({"action": "discard", "reason": "not now"}))
+            .await;
+        assert_eq!(
+            discarded.text(),
+            "rejected with has_ui=true",
+            "{isolation:?}"
+        );
+        assert_eq!(
+            user.notes.lock().unwrap().clone(),
+            ["discarded (not now)"],
+            "{isolation:?}"
+        );
+        session.shutdown().await;
+
+        // No services: no one to ask, so `confirm` is false and nothing waits.
+        let session = action_session(dir.path(), isolation, None);
+        session.call("ask_on_apply", json!({})).await;
+        let applied = session
+            .call("resolve", json!({"action": "apply", "reason": "go"}))
+            .await;
+        assert_eq!(
+            applied.text(),
+            "has_ui=false confirmed=false echo=from-apply",
+            "{isolation:?}"
+        );
+        session.shutdown().await;
+    }
+}

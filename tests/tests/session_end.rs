@@ -78,7 +78,7 @@ impl Tool for Recorder {
         let action = PendingAction::new(
             format!("Record: {name}"),
             "record",
-            Box::new(move |_reason| {
+            Box::new(move |_reason, _ctx| {
                 for_apply
                     .lock()
                     .unwrap()
@@ -86,7 +86,7 @@ impl Tool for Recorder {
                 Box::pin(async { Ok(AgentToolResult::text("applied")) })
             }),
         )
-        .with_reject(Box::new(move |reason| {
+        .with_reject(Box::new(move |reason, _ctx| {
             for_reject
                 .lock()
                 .unwrap()

@@ -73,12 +73,12 @@ fn action(id: usize, ledger: &Arc<Ledger>) -> PendingAction {
     PendingAction::new(
         format!("Stress: {id}"),
         "stress_preview",
-        Box::new(move |_| {
+        Box::new(move |_, _| {
             on_apply.applied[id].fetch_add(1, Ordering::SeqCst);
             Box::pin(async move { Ok(AgentToolResult::text(id.to_string())) })
         }),
     )
-    .with_reject(Box::new(move |_| {
+    .with_reject(Box::new(move |_, _| {
         on_reject.discarded[id].fetch_add(1, Ordering::SeqCst);
         Box::pin(async move { Ok(None) })
     }))

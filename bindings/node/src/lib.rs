@@ -36,7 +36,7 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 use xcsh_loader::resolve::{settle, settle_or_keep, ResolveAction};
-use xcsh_loader::tool::{CallOptions, CancelToken, PacedUpdates};
+use xcsh_loader::tool::{ActionContext, CallOptions, CancelToken, PacedUpdates};
 use xcsh_loader::{Isolation, Session};
 
 use calls::{CallState, InlineTask, SettleFunction, Workers};
@@ -479,6 +479,10 @@ impl NativeSession {
     /// apply that commits staged file changes undoes them, and this rejects with `apply of
     /// "{label}" was cancelled; the action is still pending` once it has ended; one that had
     /// completed first resolves as usual.
+    ///
+    /// `call` and `facts_json` give the apply or reject the runtime's services, as
+    /// `start_call`'s give a tool's call (SPEC 3.2): its questions and notifications come to
+    /// the service function as those of call `call`.
     #[napi]
     pub async fn settle(
         &self,
@@ -486,13 +490,20 @@ impl NativeSession {
         apply: bool,
         reason: String,
         abort: Option<u32>,
+        call: Option<u32>,
+        facts_json: Option<String>,
     ) -> Result<Option<String>> {
         let aborts = abort.map(|number| Abortable::new(&self.shared, number));
         let cancel = aborts
             .as_ref()
             .map(|aborts| aborts.cancel.clone())
             .unwrap_or_default();
-        let outcome = self.settle_until(id, apply, reason, &cancel).await;
+        let services = call.and_then(|call| self.call_services(call, facts_json.as_deref()));
+        let ctx = match self.session() {
+            Some(session) => session.action_context(services, cancel, None),
+            None => ActionContext::without_services(cancel),
+        };
+        let outcome = self.settle_until(id, apply, reason, ctx).await;
         drop(aborts);
         outcome
     }
@@ -523,14 +534,14 @@ impl NativeSession {
         if let Some(store) = &self.shared.store {
             for action in store.take_all_newest_first() {
                 let reason = xcsh_loader::messages::SESSION_ENDED.to_owned();
-                let cancel = CancelToken::new();
+                let ctx = ActionContext::without_services(CancelToken::new());
                 // A failing reject is the plugin's to report; every other action still gets
                 // its own.
                 let _ = settle(
                     action,
                     ResolveAction::Discard,
                     reason,
-                    &cancel,
+                    ctx,
                     self.shared.timeout,
                 )
                 .await;
@@ -583,7 +594,7 @@ impl NativeSession {
         id: u32,
         apply: bool,
         reason: String,
-        cancel: &CancelToken,
+        ctx: ActionContext,
     ) -> Result<Option<String>> {
         let store = self
             .shared
@@ -598,7 +609,7 @@ impl NativeSession {
         } else {
             ResolveAction::Discard
         };
-        let settlement = settle_or_keep(action, how, reason, cancel, self.shared.timeout).await;
+        let settlement = settle_or_keep(action, how, reason, ctx, self.shared.timeout).await;
         if let Some(unsettled) = settlement.unsettled {
             // `close` may have run meanwhile: then the action is discarded as it would have been.
             if let Some(action) = store.put_back(id, unsettled, &self.shared.closed) {
@@ -607,7 +618,7 @@ impl NativeSession {
                     action,
                     ResolveAction::Discard,
                     reason,
-                    &CancelToken::new(),
+                    ActionContext::without_services(CancelToken::new()),
                     self.shared.timeout,
                 )
                 .await;

@@ -52,7 +52,7 @@ impl Tool for Preview {
             store.push_action(PendingAction::new(
                 label,
                 "preview",
-                Box::new(|reason| Box::pin(async move { Ok(AgentToolResult::text(reason)) })),
+                Box::new(|reason, _ctx| Box::pin(async move { Ok(AgentToolResult::text(reason)) })),
             ))?;
             Ok(AgentToolResult::text("previewed"))
         })

@@ -40,7 +40,7 @@ use crate::sys::sandbox::{apply_limits, Confinement, SandboxPolicy};
 use crate::sys::spawn::{
     die_with_parent, parent_is, take_link, take_plugin, ChildRead, ChildWrite,
 };
-use crate::tool::{CallContext, CancelToken, Tool, GRACE_PERIOD};
+use crate::tool::{ActionContext, CallContext, CancelToken, Tool, GRACE_PERIOD};
 use actions::Pushes;
 
 /// What the host passes on the command line.
@@ -374,6 +374,45 @@ fn stop(shared: &Shared) -> i32 {
     0
 }
 
+/// The host's services for the call (or apply, or reject) numbered `call`, forwarded to the
+/// host, which applies the rules and answers.
+fn remote_services(
+    shared: &Shared,
+    call: u64,
+    facts: xcsh_plugin_api::host::HostFacts,
+    cancel: &CancelToken,
+) -> crate::services::CallServices {
+    crate::services::SessionServices::new(Arc::new(services::RemoteHost {
+        call,
+        facts,
+        outgoing: Arc::clone(&shared.outgoing),
+        requests: Arc::clone(&shared.requests),
+    }))
+    .confined_to(shared.writable.clone())
+    .for_call_with(None, cancel.clone())
+}
+
+/// What the apply or reject request `request` hands its plugin (SPEC 3.2): the host's services,
+/// the request's cancellation, and its updates, sent as a call's.
+fn action_context(
+    shared: &Shared,
+    request: u64,
+    facts: xcsh_plugin_api::host::HostFacts,
+    cancel: CancelToken,
+) -> ActionContext {
+    let updates = Arc::clone(&shared.outgoing);
+    ActionContext {
+        services: remote_services(shared, request, facts, &cancel),
+        cancel,
+        updates: Some(Arc::new(move |result| {
+            updates.send(&ChildMessage::Update {
+                call: request,
+                result,
+            });
+        })),
+    }
+}
+
 fn handle(shared: &Shared, message: HostMessage, cancel: CancelToken) {
     match message {
         HostMessage::Execute {
@@ -383,14 +422,7 @@ fn handle(shared: &Shared, message: HostMessage, cancel: CancelToken) {
             arguments,
             facts,
         } => {
-            let services = crate::services::SessionServices::new(Arc::new(services::RemoteHost {
-                call,
-                facts,
-                outgoing: Arc::clone(&shared.outgoing),
-                requests: Arc::clone(&shared.requests),
-            }))
-            .confined_to(shared.writable.clone())
-            .for_call_with(None, cancel.clone());
+            let services = remote_services(shared, call, facts, &cancel);
             let outcome = execute(
                 shared,
                 call,
@@ -407,16 +439,20 @@ fn handle(shared: &Shared, message: HostMessage, cancel: CancelToken) {
             request,
             action,
             reason,
+            facts,
         } => {
-            actions::resolve(shared, request, action, reason, true, &cancel);
+            let ctx = action_context(shared, request, facts, cancel);
+            actions::resolve(shared, request, action, reason, true, ctx);
             ended(shared, request);
         }
         HostMessage::Reject {
             request,
             action,
             reason,
+            facts,
         } => {
-            actions::resolve(shared, request, action, reason, false, &cancel);
+            let ctx = action_context(shared, request, facts, cancel);
+            actions::resolve(shared, request, action, reason, false, ctx);
             ended(shared, request);
         }
         HostMessage::DropAction { action } => shared.pushes.drop_action(action),

@@ -31,7 +31,7 @@ use crate::plugin_log::{PluginLogLevel, PluginLogSink};
 use crate::store::PendingActionSink;
 use crate::sys::sandbox::{Confinement, SandboxPolicy};
 use crate::sys::spawn::{describe_exit, hand_over, tokio_child_id, Containment, HostWrite};
-use crate::tool::{CancelToken, UpdateSink, GRACE_PERIOD};
+use crate::tool::{ActionContext, CancelToken, UpdateSink, GRACE_PERIOD};
 
 /// How long writing one frame to a child may block before the child is given up on.
 const WRITE_LIMIT: Duration = Duration::from_secs(5);
@@ -206,6 +206,9 @@ pub(super) struct Shared {
     pub(super) hearing: Mutex<HashMap<u64, oneshot::Sender<()>>>,
     /// Apply and reject requests not yet answered; answered under this lock.
     pub(super) requests: Mutex<HashMap<u64, Waiting>>,
+    /// What the applies and rejects running in the child use of the host while their caller
+    /// waits (SPEC 3.2): the host services and update listener of the call settling each.
+    pub(super) settling: Mutex<HashMap<u64, ActionContext>>,
     /// Set once the child is gone: how it ended.
     ended: Mutex<Option<String>>,
     /// Why the host ended it, when it did (a timeout, a malformed frame, the session's end).
@@ -551,9 +554,14 @@ impl Connection {
         &self,
         message: impl FnOnce(u64) -> HostMessage,
         late: LateAnswer,
+        ctx: ActionContext,
     ) -> Result<Resolution, NoAnswer> {
         let request = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, answer) = oneshot::channel();
+        // The child's questions and updates for this request are answered with `ctx` while
+        // its caller waits, and refused once it stopped waiting.
+        lock(&self.shared.settling).insert(request, ctx);
+        let _settled = Forget(&self.shared.settling, request);
         {
             let mut requests = lock(&self.shared.requests);
             if let Some(cause) = self.ended() {
@@ -578,6 +586,15 @@ impl Connection {
             Err(_) => Err(self.ended().unwrap_or_else(|| "ended".to_owned())),
         };
         outcome.map_err(|cause| NoAnswer { cause, sent: true })
+    }
+}
+
+/// Takes an entry out of its map when dropped.
+struct Forget<'a, T>(&'a Mutex<HashMap<u64, T>>, u64);
+
+impl<T> Drop for Forget<'_, T> {
+    fn drop(&mut self) {
+        lock(self.0).remove(&self.1);
     }
 }
 

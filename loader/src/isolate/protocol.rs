@@ -25,7 +25,7 @@ use crate::load::LoadErrorKind;
 /// The version of these messages. The host passes it to the child (`--protocol N`), which
 /// refuses to serve a host of another version: `xcsh-plugin-host` must come from the same
 /// build as the loader.
-pub(crate) const PROTOCOL_VERSION: u32 = 5;
+pub(crate) const PROTOCOL_VERSION: u32 = 6;
 
 /// The largest frame either side accepts (a 50 MiB result still fits, with JSON escaping).
 pub(crate) const MAX_FRAME: usize = 256 * 1024 * 1024;
@@ -70,17 +70,26 @@ pub(crate) enum HostMessage {
     /// requests are numbered from one counter): `is_cancelled()` turns true and its future is
     /// dropped; a cancelled request is still answered (protocol 4).
     Cancel { call: u64 },
-    /// Apply the pending action `action`; answered by [`ChildMessage::Resolved`].
+    /// Apply the pending action `action`; answered by [`ChildMessage::Resolved`]. While it
+    /// runs, the plugin's host requests and updates come as those of a call numbered
+    /// `request` (protocol 6).
     Apply {
         request: u64,
         action: u64,
         reason: String,
+        /// What the host can do for the apply (protocol 6).
+        #[serde(default)]
+        facts: HostFacts,
     },
-    /// Reject the pending action `action`; answered by [`ChildMessage::Resolved`].
+    /// Reject the pending action `action`; answered by [`ChildMessage::Resolved`]; its host
+    /// requests as an apply's.
     Reject {
         request: u64,
         action: u64,
         reason: String,
+        /// What the host can do for the reject (protocol 6).
+        #[serde(default)]
+        facts: HostFacts,
     },
     /// The host dropped the unresolved action `action` (a cleared store, an ended session).
     DropAction { action: u64 },

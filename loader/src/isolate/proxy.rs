@@ -21,7 +21,7 @@ use serde_json::Value;
 use super::connection::{lock, Connection, LateAnswer};
 use super::protocol::{HostMessage, Resolution};
 use crate::messages::{action_orphaned, apply_cut_short};
-use crate::store::{ApplyFn, BoxFuture, LateOutcome, PendingAction};
+use crate::store::{ActionContext, ApplyFn, BoxFuture, LateOutcome, PendingAction};
 use crate::tool::{ToolError, GRACE_PERIOD};
 
 /// One action in one child; tells the child to drop it unless it was applied or rejected.
@@ -67,13 +67,14 @@ impl ActionHandle {
         &self,
         message: impl FnOnce(u64) -> HostMessage,
         apply: bool,
+        ctx: ActionContext,
     ) -> Result<Resolution, ToolError> {
         // Settled while in flight: the child took the action out of its table to run it.
         self.settled.store(true, Ordering::SeqCst);
         let mut kept = KeptIfDropped(apply.then_some(&self.settled));
         let late = LateAnswer::default();
         *lock(&self.late) = Some(late.clone());
-        let resolution = self.connection.resolve(message, late).await;
+        let resolution = self.connection.resolve(message, late, ctx).await;
         kept.0 = None;
         self.connection.touch();
         let resolution = match resolution {
@@ -130,15 +131,17 @@ impl ActionHandle {
 /// The apply of the action behind `handle`: the child runs the plugin's.
 fn proxy_apply(handle: &Arc<ActionHandle>) -> ApplyFn {
     let handle = Arc::clone(handle);
-    Box::new(move |reason: String| -> BoxFuture<_> {
+    Box::new(move |reason: String, ctx: ActionContext| -> BoxFuture<_> {
         Box::pin(async move {
             let action = handle.action;
+            let facts = ctx.services.facts();
             let message = |request| HostMessage::Apply {
                 request,
                 action,
                 reason,
+                facts,
             };
-            match handle.resolve(message, true).await? {
+            match handle.resolve(message, true, ctx).await? {
                 Resolution::Applied { result } => Ok(result),
                 Resolution::Failed { message } => Err(ToolError::new(message)),
                 Resolution::Rejected { .. } => Err(ToolError::new(
@@ -177,14 +180,16 @@ pub(super) fn proxy_action(
             Box::pin(async move { handle.late_outcome().await })
         }));
     if has_reject {
-        pending = pending.with_reject(Box::new(move |reason: String| -> BoxFuture<_> {
+        pending = pending.with_reject(Box::new(move |reason: String, ctx: ActionContext| {
             Box::pin(async move {
+                let facts = ctx.services.facts();
                 let message = |request| HostMessage::Reject {
                     request,
                     action,
                     reason,
+                    facts,
                 };
-                match handle.resolve(message, false).await? {
+                match handle.resolve(message, false, ctx).await? {
                     Resolution::Rejected { result } => Ok(result),
                     Resolution::Failed { message } => Err(ToolError::new(message)),
                     Resolution::Applied { .. } => Err(ToolError::new(

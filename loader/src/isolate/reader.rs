@@ -95,7 +95,12 @@ impl Reader {
         };
         let services = lock(&self.shared.calls)
             .get(&call)
-            .map(|slot| slot.services.clone());
+            .map(|slot| slot.services.clone())
+            .or_else(|| {
+                lock(&self.shared.settling)
+                    .get(&call)
+                    .map(|ctx| ctx.services.clone())
+            });
         let Some(services) = services else {
             connection.send(HostMessage::ServiceReply {
                 request,
@@ -129,7 +134,13 @@ impl Reader {
             ChildMessage::Update { call, result } => {
                 let updates = lock(&shared.calls)
                     .get(&call)
-                    .and_then(|s| s.updates.clone());
+                    .map(|slot| slot.updates.clone())
+                    .or_else(|| {
+                        lock(&shared.settling)
+                            .get(&call)
+                            .map(|ctx| ctx.updates.clone())
+                    })
+                    .flatten();
                 if let Some(updates) = updates {
                     updates(result);
                 }

@@ -14,7 +14,7 @@ use abi_stable::std_types::{RResult, RString};
 use serde_json::Value;
 use xcsh_plugin_api::ffi::{
     details_from_json, FfiLogLevel, FfiPendingAction, FfiToolDef, FfiToolResult, HostApiFfi,
-    HostApiFfi_TO, ToolContextFfi, ToolContextFfi_TO,
+    HostApiFfi_TO, ToolContextBox, ToolContextFfi, ToolContextFfi_TO,
 };
 use xcsh_plugin_api::AgentToolResult;
 
@@ -22,7 +22,9 @@ use crate::load::{LoadError, LoadErrorKind, PluginLibrary};
 use crate::messages::STORE_UNAVAILABLE;
 use crate::plugin_log::{plugin_log, PluginLogSink};
 use crate::store::{BoxFuture, PendingAction, PendingActionSink};
-use crate::tool::{CallContext, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec, UpdateSink};
+use crate::tool::{
+    ActionContext, CallContext, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec, UpdateSink,
+};
 
 /// Where a plugin's pushed pending actions go: the session's sink in-process, or (in a
 /// plugin child) a registry that tells the host and waits for its answer. `None` in a runtime
@@ -103,9 +105,12 @@ fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, To
             for_retry.can_apply().then(|| ffi_apply(&for_retry))
         }));
     if has_reject {
-        pending = pending.with_reject(Box::new(move |reason: String| -> BoxFuture<_> {
+        pending = pending.with_reject(Box::new(move |reason: String, ctx| -> BoxFuture<_> {
             Box::pin(async move {
-                match callbacks.reject(reason.into()).await {
+                match callbacks
+                    .reject_in(reason.into(), action_context(ctx))
+                    .await
+                {
                     RResult::ROk(result) => Ok(result.into_option().map(AgentToolResult::from)),
                     RResult::RErr(message) => Err(ToolError::new(message.into_string())),
                 }
@@ -118,14 +123,28 @@ fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, To
 /// The plugin's `apply` of `action`, as the store's callback.
 fn ffi_apply(action: &Arc<FfiPendingAction>) -> crate::store::ApplyFn {
     let action = Arc::clone(action);
-    Box::new(move |reason: String| -> BoxFuture<_> {
+    Box::new(move |reason: String, ctx| -> BoxFuture<_> {
         Box::pin(async move {
-            match action.apply(reason.into()).await {
+            match action.apply_in(reason.into(), action_context(ctx)).await {
                 RResult::ROk(result) => Ok(AgentToolResult::from(result)),
                 RResult::RErr(message) => Err(ToolError::new(message.into_string())),
             }
         })
     })
+}
+
+/// The host side of the context a plugin's apply or reject gets: the services of the call
+/// that settles the action (SPEC 3.2), answered as an `execute`'s are.
+fn action_context(ctx: ActionContext) -> ToolContextBox {
+    ToolContextFfi_TO::from_value(
+        CallServices {
+            updates: ctx.updates,
+            cancel: ctx.cancel,
+            services: ctx.services,
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        },
+        TD_Opaque,
+    )
 }
 
 /// A tool loaded from a plugin library.

@@ -10,7 +10,7 @@ use xcsh_plugin_api::{AgentToolResult, Content};
 use crate::messages;
 use crate::store::{LateOutcome, LateOutcomeFn, PendingAction, PendingActionStore};
 use crate::tool::{bounded, Interrupted, ToolOutcome};
-use crate::tool::{CancelToken, ToolHints, ToolOrigin, ToolSpec};
+use crate::tool::{ActionContext, ToolHints, ToolOrigin, ToolSpec};
 
 pub mod render;
 pub mod steering;
@@ -80,7 +80,7 @@ pub struct ResolveArgs {
 pub(crate) async fn run_resolve(
     store: Option<&PendingActionStore>,
     args: ResolveArgs,
-    cancel: &CancelToken,
+    ctx: ActionContext,
     timeout: Option<Duration>,
 ) -> ToolOutcome {
     let details = |label: Value, source: Value| {
@@ -98,7 +98,7 @@ pub(crate) async fn run_resolve(
     };
     let label = action.label().to_owned();
     let details = details(json!(label), json!(action.source_tool_name()));
-    let outcome = match settle(action, args.action, args.reason.clone(), cancel, timeout).await {
+    let outcome = match settle(action, args.action, args.reason.clone(), ctx, timeout).await {
         Err(message) => ToolOutcome::error(message),
         Ok(result) => match args.action {
             ResolveAction::Apply => {
@@ -125,18 +125,17 @@ pub(crate) async fn run_resolve(
 }
 
 /// Run `action`'s `apply` (its result as `Some`) or its `reject` (its result; `None` when it has
-/// none or gave none), bounded by `cancel` and `timeout`. The action is consumed whatever
+/// none or gave none), with the host's services of `ctx`, bounded by its cancellation and
+/// `timeout`. The action is consumed whatever
 /// happens (the design note's `resolve`); an error is the message for the model.
 pub async fn settle(
     action: PendingAction,
     how: ResolveAction,
     reason: String,
-    cancel: &CancelToken,
+    ctx: ActionContext,
     timeout: Option<Duration>,
 ) -> Result<Option<AgentToolResult>, String> {
-    run(action, how, reason, cancel, timeout, false)
-        .await
-        .result
+    run(action, how, reason, ctx, timeout, false).await.result
 }
 
 /// What became of an action [`settle_or_keep`] ran.
@@ -155,10 +154,10 @@ pub async fn settle_or_keep(
     action: PendingAction,
     how: ResolveAction,
     reason: String,
-    cancel: &CancelToken,
+    ctx: ActionContext,
     timeout: Option<Duration>,
 ) -> Settlement {
-    run(action, how, reason, cancel, timeout, true).await
+    run(action, how, reason, ctx, timeout, true).await
 }
 
 /// [`settle`] (`keep` false) and [`settle_or_keep`] (`keep` true).
@@ -166,10 +165,11 @@ async fn run(
     action: PendingAction,
     how: ResolveAction,
     reason: String,
-    cancel: &CancelToken,
+    ctx: ActionContext,
     timeout: Option<Duration>,
     keep: bool,
 ) -> Settlement {
+    let cancel = &ctx.cancel.clone();
     let label = action.label().to_owned();
     let late = action.late_outcome();
     if how == ResolveAction::Discard {
@@ -179,7 +179,7 @@ async fn run(
                 unsettled: None,
             };
         }
-        let result = match bounded(action.reject(reason), cancel, timeout).await {
+        let result = match bounded(action.reject(reason, ctx), cancel, timeout).await {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) => Err(error.message().to_owned()),
             Err(interrupted) => match late_outcome(late).await {
@@ -192,7 +192,7 @@ async fn run(
             unsettled: None,
         };
     }
-    let (apply, rest) = action.start_apply(reason);
+    let (apply, rest) = action.start_apply(reason, ctx);
     let failure = match bounded(apply, cancel, timeout).await {
         Ok(Ok(result)) => {
             return Settlement {

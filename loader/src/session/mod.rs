@@ -36,7 +36,7 @@ use crate::resolve::steering::{
 };
 use crate::resolve::{resolve_spec, run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
 use crate::store::{PendingActionSink, PendingActionStore, PushSubscription};
-use crate::tool::{bounded, CallContext, Tool, ToolSpec};
+use crate::tool::{bounded, ActionContext, CallContext, Tool, ToolSpec};
 
 pub use crate::tool::{CallOptions, ToolOutcome};
 pub use builder::SessionBuilder;
@@ -368,7 +368,14 @@ impl Session {
                 }
                 return match serde_json::from_value::<ResolveArgs>(arguments) {
                     Ok(args) => {
-                        run_resolve(self.store.as_deref(), args, &options.cancel, timeout).await
+                        let ctx = ActionContext {
+                            cancel: options.cancel.clone(),
+                            updates: options.updates.clone(),
+                            services: self
+                                .services
+                                .for_call_with(options.services.clone(), options.cancel.clone()),
+                        };
+                        run_resolve(self.store.as_deref(), args, ctx, timeout).await
                     }
                     Err(error) => ToolOutcome::error(format!(
                         "Invalid arguments for tool \"{name}\": {error}"
@@ -475,6 +482,22 @@ impl Session {
         }
     }
 
+    /// The context an action's apply or reject gets when this session's embedder settles it
+    /// itself (as the Node-API binding does): `services` answer its questions (the session's
+    /// own when `None`), under the session's one-question-at-a-time rule; `cancel` ends it.
+    pub fn action_context(
+        &self,
+        services: Option<Arc<dyn crate::services::HostServices>>,
+        cancel: crate::tool::CancelToken,
+        updates: Option<crate::tool::UpdateSink>,
+    ) -> ActionContext {
+        ActionContext {
+            services: self.services.for_call_with(services, cancel.clone()),
+            cancel,
+            updates,
+        }
+    }
+
     /// End the session: every action still pending gets its `reject` callback, newest first,
     /// with the reason [`crate::messages::SESSION_ENDED`], so each action ever pushed gets
     /// exactly one of `apply` or `reject`. Each callback is bounded by the session's default
@@ -488,9 +511,14 @@ impl Session {
                 action: crate::resolve::ResolveAction::Discard,
                 reason: crate::messages::SESSION_ENDED.to_owned(),
             };
+            // The session's own services answer what a reject asks while it closes.
             let cancel = crate::tool::CancelToken::new();
-            let outcome =
-                run_resolve(self.store.as_deref(), args, &cancel, self.default_timeout).await;
+            let ctx = ActionContext {
+                services: self.services.for_call_with(None, cancel.clone()),
+                cancel,
+                updates: None,
+            };
+            let outcome = run_resolve(self.store.as_deref(), args, ctx, self.default_timeout).await;
             if outcome.is_error && outcome.text() == crate::messages::NO_PENDING_ACTION {
                 return outcomes;
             }

@@ -122,6 +122,50 @@ impl std::fmt::Debug for CallContext {
     }
 }
 
+/// What a pending action's `apply` or `reject` gets from its host (SPEC 3.2): the services of
+/// the `resolve` call that runs it — its cancellation, its partial-update listener, and the
+/// questions, notifications and model of that call — as `execute` gets them in [`CallContext`].
+#[derive(Clone)]
+pub struct ActionContext {
+    /// Cancellation of the `resolve` call (or of whatever settles the action).
+    pub cancel: CancelToken,
+    /// Partial-result listener of that call, if it wants updates.
+    pub updates: Option<UpdateSink>,
+    /// The host's services for that call.
+    pub services: crate::services::CallServices,
+}
+
+impl ActionContext {
+    /// A context with no one to ask and no updates, cancelled by `cancel`: what an embedder
+    /// that settles an action on its own gives (a question then gets the no-user defaults).
+    pub fn without_services(cancel: CancelToken) -> Self {
+        Self {
+            services: crate::services::CallServices::none(cancel.clone()),
+            cancel,
+            updates: None,
+        }
+    }
+
+    /// The context of an action settled during the call `ctx`.
+    pub fn of_call(ctx: &CallContext) -> Self {
+        Self {
+            cancel: ctx.cancel.clone(),
+            updates: ctx.updates.clone(),
+            services: ctx.services.clone(),
+        }
+    }
+}
+
+impl std::fmt::Debug for ActionContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActionContext")
+            .field("cancelled", &self.cancel.is_cancelled())
+            .field("wants_updates", &self.updates.is_some())
+            .field("services", &self.services)
+            .finish()
+    }
+}
+
 /// A tool as the session runs it. Arguments arrive already validated against
 /// [`ToolSpec::parameters`].
 pub trait Tool: Send + Sync {

@@ -39,6 +39,9 @@
 //!   [`ToolFfi::on_session`], the session's events; and the content kinds
 //!   [`FfiContentKind::AUDIO`] and [`FfiContentKind::RESOURCE`]. An older host's context answers
 //!   "no user interface, no model"; an older plugin's tool ignores the events.
+//! - New in ABI 1.4 (`xcsh-plugin-api` 0.7): [`PendingActionFfi::apply_in`] and
+//!   [`PendingActionFfi::reject_in`], an action's callbacks with the host's services of the
+//!   `resolve` call that runs them; an older plugin's action runs its plain `apply`/`reject`.
 //! - Enums are integers in a `#[repr(transparent)]` wrapper with associated constants
 //!   ([`FfiContentKind`], [`FfiLogLevel`]): a host meeting a value it does not know sees the
 //!   raw number (`known()` returns `None`) instead of misreading it.
@@ -360,6 +363,24 @@ pub trait PendingActionFfi: Send + Sync {
     /// plugin before ABI 1.2 (the default body), whose apply ran once whatever its outcome.
     fn can_apply(&self) -> bool {
         false
+    }
+
+    // ---- Added in ABI 1.4 (xcsh-plugin-api 0.7). Every method below needs a default body. ----
+
+    /// [`PendingActionFfi::apply`], with the host's services for the `resolve` call that runs
+    /// it (SPEC 3.2: an action's apply gets what `execute` gets — questions, notifications,
+    /// programs, cancellation, partial updates). A plugin before ABI 1.4 runs the default
+    /// body: its apply, which never asks the host anything.
+    fn apply_in(&self, reason: RString, ctx: ToolContextBox) -> FfiFuture<FfiOutcome> {
+        drop(ctx);
+        self.apply(reason)
+    }
+
+    /// [`PendingActionFfi::reject`], with the host's services, as
+    /// [`PendingActionFfi::apply_in`]. A plugin before ABI 1.4 runs its reject.
+    fn reject_in(&self, reason: RString, ctx: ToolContextBox) -> FfiFuture<FfiRejectOutcome> {
+        drop(ctx);
+        self.reject(reason)
     }
 }
 

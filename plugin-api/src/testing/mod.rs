@@ -718,7 +718,7 @@ impl PluginTest {
     /// action is consumed either way, as in the host).
     pub async fn apply_newest(&self, reason: &str) -> Result<AgentToolResult, TestError> {
         let action = self.take(None)?;
-        Self::run_apply(action, reason).await
+        self.run_apply(action, reason).await
     }
 
     /// Remove the pending action at `index` ([`PluginTest::pending`]'s order) and apply it.
@@ -727,7 +727,7 @@ impl PluginTest {
     /// As [`PluginTest::apply_newest`].
     pub async fn apply(&self, index: usize, reason: &str) -> Result<AgentToolResult, TestError> {
         let action = self.take(Some(index))?;
-        Self::run_apply(action, reason).await
+        self.run_apply(action, reason).await
     }
 
     /// Remove the newest pending action and run its `reject(reason)`, as `resolve` discards:
@@ -738,7 +738,7 @@ impl PluginTest {
     /// [`TestError::NothingPending`], or [`TestError::Tool`] when `reject` fails or panics.
     pub async fn reject_newest(&self, reason: &str) -> Result<Option<AgentToolResult>, TestError> {
         let action = self.take(None)?;
-        Self::run_reject(action, reason).await
+        self.run_reject(action, reason).await
     }
 
     /// Remove the pending action at `index` ([`PluginTest::pending`]'s order) and reject it.
@@ -751,27 +751,43 @@ impl PluginTest {
         reason: &str,
     ) -> Result<Option<AgentToolResult>, TestError> {
         let action = self.take(Some(index))?;
-        Self::run_reject(action, reason).await
+        self.run_reject(action, reason).await
+    }
+
+    /// The host side of a context for one callback: its updates go nowhere a test reads
+    /// (an apply's progress is not what `apply` returns), its questions and programs are
+    /// answered by the test's script, as `execute`'s are.
+    fn action_context(&self) -> crate::ffi::ToolContextBox {
+        ToolContextFfi_TO::from_value(
+            CallServices {
+                updates: Arc::new(Mutex::new(Vec::new())),
+                cancelled: Arc::new(AtomicBool::new(false)),
+                host: Arc::clone(&self.host),
+            },
+            TD_Opaque,
+        )
     }
 
     async fn run_apply(
+        &self,
         action: FfiPendingAction,
         reason: &str,
     ) -> Result<AgentToolResult, TestError> {
-        match action.apply(reason.into()).await {
+        match action.apply_in(reason.into(), self.action_context()).await {
             RResult::ROk(result) => Ok(result.into()),
             RResult::RErr(message) => Err(TestError::Tool(message.into_string())),
         }
     }
 
     async fn run_reject(
+        &self,
         action: FfiPendingAction,
         reason: &str,
     ) -> Result<Option<AgentToolResult>, TestError> {
         if !action.has_reject() {
             return Ok(None);
         }
-        match action.reject(reason.into()).await {
+        match action.reject_in(reason.into(), self.action_context()).await {
             RResult::ROk(result) => Ok(result.into_option().map(Into::into)),
             RResult::RErr(message) => Err(TestError::Tool(message.into_string())),
         }

@@ -15,7 +15,7 @@ use super::{lock, Outgoing, Shared};
 use crate::isolate::protocol::{ChildMessage, Resolution};
 use crate::messages::{APPLY_CANCELLED, REJECT_CANCELLED};
 use crate::store::PendingAction;
-use crate::tool::{CancelToken, ToolError};
+use crate::tool::{ActionContext, CancelToken, ToolError};
 
 /// An action the host's store took.
 enum Held {
@@ -146,8 +146,9 @@ pub(super) fn resolve(
     id: u64,
     reason: String,
     apply: bool,
-    cancel: &CancelToken,
+    ctx: ActionContext,
 ) {
+    let cancel = &ctx.cancel.clone();
     let pushes = &shared.pushes;
     let Some(action) = pushes.start(id) else {
         shared.outgoing.send(&ChildMessage::Resolved {
@@ -159,7 +160,7 @@ pub(super) fn resolve(
         return;
     };
     let resolution = if apply {
-        let (future, rest) = action.start_apply(reason);
+        let (future, rest) = action.start_apply(reason, ctx);
         match until_cancelled(shared, future, cancel) {
             Some(Ok(result)) => {
                 pushes.end(id, None);
@@ -175,7 +176,7 @@ pub(super) fn resolve(
             }
         }
     } else {
-        let outcome = until_cancelled(shared, action.reject(reason), cancel);
+        let outcome = until_cancelled(shared, action.reject(reason, ctx), cancel);
         pushes.end(id, None);
         match outcome {
             Some(Ok(result)) => Resolution::Rejected { result },
@@ -217,7 +218,7 @@ mod tests {
         PendingAction::new(
             "Test: one",
             "test",
-            Box::new(|_reason| Box::pin(async { Ok(AgentToolResult::text("applied")) })),
+            Box::new(|_reason, _ctx| Box::pin(async { Ok(AgentToolResult::text("applied")) })),
         )
     }
 
@@ -246,7 +247,8 @@ mod tests {
                 pushes.drop_action(id);
             }
             // Its apply is dropped unfinished (cancelled).
-            let (apply, rest) = running.start_apply(String::new());
+            let ctx = ActionContext::without_services(CancelToken::new());
+            let (apply, rest) = running.start_apply(String::new(), ctx);
             drop(apply);
             pushes.end(id, Some(rest.into_action(APPLY_CANCELLED)));
         }
