@@ -1,6 +1,8 @@
-//! A plugin built against a frozen copy of `xcsh-plugin-api` 0.2.0 (`tests/frozen/`) in the
-//! current host: it loads, lists, runs, pushes a pending action and resolves it. This is the
-//! proof that the ABI grows without breaking plugins already built (see `plugin-api/ABI.md`).
+//! Plugins built against frozen copies of `xcsh-plugin-api` 0.2.0 (`tests/frozen/`), 0.5.1
+//! (`tests/frozen-0.5/`) and 0.6.0 (`tests/frozen-0.6/`) in the current host: they load, list,
+//! run, use what their API offered (0.6: host services, session events, programs, audio and
+//! resources), push pending actions and resolve them. This is the proof that the ABI grows
+//! without breaking plugins already built (see `plugin-api/ABI.md`).
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
@@ -237,4 +239,314 @@ async fn a_0_2_0_plugin_runs_in_process_too_with_host_services_offered() {
         .await;
     assert!(!discarded.is_error, "{}", discarded.text());
     session.shutdown().await;
+}
+
+/// A 0.6 plugin's host: a user who answers from a script, with a record of what was asked and
+/// of the notifications (as `tests/tests/host_services.rs` scripts one).
+#[derive(Default)]
+struct ScriptedUser {
+    answers: std::sync::Mutex<std::collections::VecDeque<xcsh_loader::services::HostReply>>,
+    asked: std::sync::Mutex<Vec<xcsh_loader::services::HostRequest>>,
+    notes: std::sync::Mutex<Vec<String>>,
+}
+
+impl ScriptedUser {
+    fn answering(
+        answers: impl IntoIterator<Item = xcsh_loader::services::HostReply>,
+    ) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self {
+            answers: std::sync::Mutex::new(answers.into_iter().collect()),
+            ..Self::default()
+        })
+    }
+}
+
+impl xcsh_loader::services::HostServices for ScriptedUser {
+    fn has_ui(&self) -> bool {
+        true
+    }
+    fn ask(
+        &self,
+        question: xcsh_loader::services::HostRequest,
+    ) -> xcsh_loader::store::BoxFuture<
+        Result<xcsh_loader::services::HostReply, xcsh_loader::ToolError>,
+    > {
+        self.asked.lock().unwrap().push(question);
+        let answer = self.answers.lock().unwrap().pop_front();
+        Box::pin(
+            async move { answer.ok_or_else(|| xcsh_loader::ToolError::new("no answer scripted")) },
+        )
+    }
+    fn notify(&self, message: &str, _level: xcsh_loader::services::NotifyLevel) {
+        self.notes.lock().unwrap().push(message.to_owned());
+    }
+}
+
+const MODES: [xcsh_loader::Isolation; 2] = [
+    xcsh_loader::Isolation::Process,
+    xcsh_loader::Isolation::InProcess,
+];
+
+fn frozen_v0_6_session(
+    dir: &std::path::Path,
+    isolation: xcsh_loader::Isolation,
+    user: Option<std::sync::Arc<ScriptedUser>>,
+) -> Session {
+    let mut builder = Session::builder(dir)
+        .default_dirs(false)
+        .isolation(isolation)
+        .plugin(xcsh_integration_tests::frozen_v0_6_plugin());
+    if let Some(user) = user {
+        builder = builder.host_services(user);
+    }
+    let session = builder.build();
+    assert!(
+        session.load_errors().is_empty(),
+        "{isolation:?}: {:#?}",
+        session.load_errors()
+    );
+    assert_eq!(session.plugins()[0].api_version.to_string(), "0.6.0");
+    assert_eq!(session.plugins()[0].isolation, isolation);
+    session
+}
+
+#[tokio::test]
+async fn a_0_6_0_plugin_lists_runs_and_uses_host_services_in_both_isolation_modes() {
+    use xcsh_loader::services::ToolResultEntry;
+    use xcsh_loader::services::{HostReply, HostRequest, SessionChange, SessionReason};
+    use xcsh_plugin_api::{Content, EmbeddedResource};
+
+    let capabilities = xcsh_plugin_api::capabilities_of("0.6.0");
+    for capability in [
+        "tools",
+        "pending-actions",
+        "tool-annotations",
+        "retryable-apply",
+        "keep-alive",
+        "host-services",
+        "session-events",
+        "audio-and-resources",
+        "exec",
+    ] {
+        assert!(
+            capabilities.contains(&capability),
+            "{capability}: {capabilities:?}"
+        );
+    }
+    for isolation in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let user = ScriptedUser::answering([
+            HostReply::Confirmed { yes: true },
+            HostReply::Chosen {
+                value: Some("green".into()),
+            },
+            HostReply::Confirmed { yes: false },
+        ]);
+        let session =
+            frozen_v0_6_session(dir.path(), isolation, Some(std::sync::Arc::clone(&user)));
+        let names: Vec<String> = session.tools().iter().map(|t| t.name.clone()).collect();
+        assert_eq!(
+            names,
+            [
+                "frozen_echo",
+                "frozen_ask",
+                "frozen_exec",
+                "frozen_media",
+                "frozen_preview",
+                RESOLVE_TOOL_NAME
+            ],
+            "{isolation:?}"
+        );
+
+        // A call first: an isolated plugin hears events once its process runs.
+        let echo = session.call("frozen_echo", json!({"text": "hi"})).await;
+        assert!(!echo.is_error, "{isolation:?}: {}", echo.text());
+        assert_eq!(echo.text(), "echo: hi");
+        assert_eq!(
+            echo.result.details,
+            Some(json!({"api": "0.6.0", "heard": []}))
+        );
+
+        // on_session hears the event with its own earlier results only.
+        let mut start = SessionChange::new(SessionReason::Start);
+        for (tool, id) in [("frozen_echo", "old"), ("other", "theirs")] {
+            start.results.push(ToolResultEntry {
+                tool_name: tool.into(),
+                tool_call_id: id.into(),
+                details: json!({"n": 1}),
+            });
+        }
+        session.session_event(start).await;
+        let echo = session.call("frozen_echo", json!({"text": "again"})).await;
+        assert_eq!(echo.text(), "echo: again", "{isolation:?}");
+        assert_eq!(
+            echo.result.details,
+            Some(json!({"api": "0.6.0", "heard": ["start [old]"]})),
+            "{isolation:?}"
+        );
+
+        // The user confirms, picks green, and hears it; then says no.
+        let asked = session.call("frozen_ask", json!({"text": "job"})).await;
+        assert!(!asked.is_error, "{isolation:?}: {}", asked.text());
+        assert_eq!(asked.text(), "job: green", "{isolation:?}");
+        let declined = session.call("frozen_ask", json!({"text": "nope"})).await;
+        assert_eq!(declined.text(), "declined nope", "{isolation:?}");
+        assert_eq!(
+            *user.asked.lock().unwrap(),
+            [
+                HostRequest::Confirm {
+                    title: "Frozen ask".into(),
+                    message: "Go on with job?".into(),
+                },
+                HostRequest::Select {
+                    title: "Frozen colour".into(),
+                    options: vec!["red".into(), "green".into()],
+                },
+                HostRequest::Confirm {
+                    title: "Frozen ask".into(),
+                    message: "Go on with nope?".into(),
+                },
+            ],
+            "{isolation:?}"
+        );
+        assert_eq!(
+            *user.notes.lock().unwrap(),
+            ["job is green"],
+            "{isolation:?}"
+        );
+
+        // A program, run in the plugin's own process (under its sandbox when isolated).
+        if cfg!(unix) {
+            let ran = session.call("frozen_exec", json!({"text": "ran"})).await;
+            assert!(!ran.is_error, "{isolation:?}: {}", ran.text());
+            assert_eq!(
+                ran.text(),
+                "exec: frozen ran (code Some(0))",
+                "{isolation:?}"
+            );
+        }
+
+        // Audio and an embedded resource arrive as such, not as unsupported blocks.
+        let media = session.call("frozen_media", json!({"text": "notes"})).await;
+        assert!(!media.is_error, "{isolation:?}: {}", media.text());
+        assert_eq!(
+            media.result.content,
+            [
+                Content::Text {
+                    text: "media: notes".into()
+                },
+                Content::Audio {
+                    data: "UklGRiQAAABXQVZF".into(),
+                    mime_type: "audio/wav".into(),
+                },
+                Content::Resource {
+                    resource: EmbeddedResource {
+                        uri: "file:///frozen/notes.txt".into(),
+                        mime_type: Some("text/plain".into()),
+                        text: Some("notes".into()),
+                        blob: None,
+                    },
+                },
+            ],
+            "{isolation:?}"
+        );
+        session.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn without_a_user_a_0_6_0_plugins_questions_answer_their_defaults() {
+    for isolation in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let session = frozen_v0_6_session(dir.path(), isolation, None);
+        let asked = session.call("frozen_ask", json!({"text": "job"})).await;
+        assert!(!asked.is_error, "{isolation:?}: {}", asked.text());
+        assert_eq!(asked.text(), "declined job", "{isolation:?}");
+        session.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn a_0_6_0_plugin_pushes_and_resolves_and_retries_its_apply_in_both_isolation_modes() {
+    for isolation in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let session = frozen_v0_6_session(dir.path(), isolation, None);
+        let store = session.store().unwrap();
+
+        // Push, then apply through resolve.
+        let preview = session.call("frozen_preview", json!({"text": "a"})).await;
+        assert!(!preview.is_error, "{isolation:?}: {}", preview.text());
+        assert_eq!(preview.text(), "previewed a");
+        let top = store.peek().unwrap();
+        assert_eq!(top.label, "Frozen: a");
+        assert_eq!(top.source_tool_name, "frozen_preview");
+        let applied = session
+            .call(
+                RESOLVE_TOOL_NAME,
+                json!({"action": "apply", "reason": "ok"}),
+            )
+            .await;
+        assert!(!applied.is_error, "{isolation:?}: {}", applied.text());
+        assert_eq!(applied.text(), "applied a: ok (attempt 1)", "{isolation:?}");
+        assert_eq!(store.count(), 0);
+
+        // Push, then discard through the plugin's reject; the details crossed with it.
+        session.call("frozen_preview", json!({"text": "b"})).await;
+        let action = store.pop().unwrap();
+        assert_eq!(
+            action.details(),
+            Some(&json!({"api": "0.6.0", "text": "b"})),
+            "{isolation:?}"
+        );
+        assert!(action.has_reject());
+        store.push(action);
+        let discarded = session
+            .call(
+                RESOLVE_TOOL_NAME,
+                json!({"action": "discard", "reason": "no"}),
+            )
+            .await;
+        assert!(!discarded.is_error, "{isolation:?}: {}", discarded.text());
+        assert_eq!(discarded.text(), "rejected b: no", "{isolation:?}");
+        assert_eq!(store.count(), 0);
+
+        // A failed apply leaves an action whose retryable apply runs the plugin's again (the
+        // runtime that keeps failed previews pending, the Node-API binding, does this).
+        session
+            .call("frozen_preview", json!({"text": "fail-me"}))
+            .await;
+        let action = store.pop().unwrap();
+        let (apply, rest) = action.start_apply("go".into());
+        let failure = apply.await.unwrap_err().to_string();
+        assert_eq!(
+            failure, "apply of fail-me failed on purpose (attempt 1)",
+            "{isolation:?}"
+        );
+        let (again, _) = rest.into_action(&failure).start_apply("again".into());
+        let again = again.await.unwrap();
+        assert_eq!(
+            again.joined_text(),
+            "applied fail-me: again (attempt 2)",
+            "{isolation:?}"
+        );
+
+        // And it keeps its reject after a failed apply.
+        session
+            .call("frozen_preview", json!({"text": "fail-me"}))
+            .await;
+        let (apply, rest) = store.pop().unwrap().start_apply("go".into());
+        let failure = apply.await.unwrap_err().to_string();
+        let rejected = rest
+            .into_action(&failure)
+            .reject("discard".into())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            rejected.joined_text(),
+            "rejected fail-me: discard",
+            "{isolation:?}"
+        );
+        session.shutdown().await;
+    }
 }
