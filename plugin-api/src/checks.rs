@@ -351,7 +351,11 @@ mod tests {
         let inner = params.inner.expect("inner given");
         assert_eq!((inner.depth, inner.label.as_str()), (None, "l"));
         assert_eq!(
-            (params.name.as_str(), params.items.len(), params.must.as_deref()),
+            (
+                params.name.as_str(),
+                params.items.len(),
+                params.must.as_deref()
+            ),
             ("a", 0, Some("m"))
         );
         let (checked, _) = check(json!({"name": "a", "inner": null, "items": [], "must": "m"}));
@@ -363,10 +367,16 @@ mod tests {
         let (checked, arguments) = check(json!({"name": null, "items": [], "must": "m"}));
         assert_eq!(
             checked,
-            Err("Invalid arguments for tool \"t\": at /name: null is not of type \"string\""
-                .to_owned())
+            Err(
+                "Invalid arguments for tool \"t\": at /name: null is not of type \"string\""
+                    .to_owned()
+            )
         );
-        assert_eq!(arguments["name"], Value::Null, "a required null stays as sent");
+        assert_eq!(
+            arguments["name"],
+            Value::Null,
+            "a required null stays as sent"
+        );
         let (checked, _) = check(json!({"name": "a", "items": [], "must": "m",
             "inner": {"label": null}}));
         let message = checked.expect_err("a required nested null is refused");
@@ -377,9 +387,13 @@ mod tests {
     fn nulls_the_schema_allows_and_array_items_are_kept() {
         let (checked, arguments) = check(json!({"name": "a", "items": ["x", null], "must": "m"}));
         assert_eq!(checked, Ok(()));
-        assert_eq!(arguments, json!({"name": "a", "items": ["x", null], "must": "m"}));
+        assert_eq!(
+            arguments,
+            json!({"name": "a", "items": ["x", null], "must": "m"})
+        );
         // A hand-written schema may allow `null`: then it is a value, and stays.
-        let schema = json!({"type": "object", "properties": {"note": {"type": ["string", "null"]}}});
+        let schema =
+            json!({"type": "object", "properties": {"note": {"type": ["string", "null"]}}});
         let validator = compile_schema(&schema).expect("compiles");
         let mut arguments = json!({"note": null});
         assert_eq!(check_arguments("t", &validator, &mut arguments), Ok(()));
@@ -392,8 +406,10 @@ mod tests {
         let (checked, _) = check(json!({"name": "a", "items": [], "must": null}));
         assert_eq!(
             checked,
-            Err("Invalid arguments for tool \"t\": at /must: null is not of type \"string\""
-                .to_owned())
+            Err(
+                "Invalid arguments for tool \"t\": at /must: null is not of type \"string\""
+                    .to_owned()
+            )
         );
     }
 
@@ -402,13 +418,19 @@ mod tests {
         let (checked, _) = check(json!({"name": "a", "items": [], "must": "m", "flag": "yes",
             "count": null}));
         let message = checked.expect_err("a wrong type is refused");
-        assert!(message.contains("at /flag: \"yes\" is not of type \"boolean\""), "{message}");
+        assert!(
+            message.contains("at /flag: \"yes\" is not of type \"boolean\""),
+            "{message}"
+        );
         assert!(!message.contains("/count"), "{message}");
     }
 
     #[test]
     fn pointers_split_into_parent_and_unescaped_key() {
-        assert_eq!(split_pointer("/a/b~1c~0d"), Some(("/a", "b/c~d".to_owned())));
+        assert_eq!(
+            split_pointer("/a/b~1c~0d"),
+            Some(("/a", "b/c~d".to_owned()))
+        );
         assert_eq!(split_pointer("/a"), Some(("", "a".to_owned())));
         assert_eq!(split_pointer(""), None);
     }

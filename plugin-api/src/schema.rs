@@ -140,7 +140,10 @@ mod tests {
             out["properties"]["either"],
             json!({"anyOf": [{"type": "string"}, {"type": "integer"}]})
         );
-        assert_eq!(out["properties"]["kept"], json!({"type": ["string", "null"]}));
+        assert_eq!(
+            out["properties"]["kept"],
+            json!({"type": ["string", "null"]})
+        );
         assert_eq!(out["properties"]["unit"], json!({"type": "null"}));
         assert_eq!(
             out["properties"]["items"]["items"],
@@ -155,7 +158,10 @@ mod tests {
             "type": "object",
             "properties": {"n": {"type": ["integer", "null"], "default": 3}}
         }));
-        assert_eq!(out["properties"]["n"], json!({"type": "integer", "default": 3}));
+        assert_eq!(
+            out["properties"]["n"],
+            json!({"type": "integer", "default": 3})
+        );
     }
 
     #[test]

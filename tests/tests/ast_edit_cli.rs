@@ -280,7 +280,9 @@ fn call_takes_null_optional_arguments_as_absent() {
     let (ok, text) = cli(dir.path(), &["call", "ast_edit", r#"{"ops": null}"#]);
     assert!(!ok);
     assert!(
-        text.contains(r#"Invalid arguments for tool "ast_edit": at /ops: null is not of type "array""#),
+        text.contains(
+            r#"Invalid arguments for tool "ast_edit": at /ops: null is not of type "array""#
+        ),
         "{text}"
     );
 }

@@ -221,7 +221,13 @@ fn call_json_shows_each_pending_actions_details() {
     // An action without details: no `details` key, not `null`.
     let dir = scratch();
     let output = run(
-        &["--json", "call", "batch_rename_preview", PREVIEW, "--discard"],
+        &[
+            "--json",
+            "call",
+            "batch_rename_preview",
+            PREVIEW,
+            "--discard",
+        ],
         dir.path(),
     );
     assert!(output.status.success(), "{}", text(&output));

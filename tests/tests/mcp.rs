@@ -165,7 +165,8 @@ async fn an_mcp_client_previews_resolves_and_survives_faults() {
     // Present on every result: 0 once nothing is pending.
     assert_eq!(applied_meta["xcsh/pending"], json!(0), "{applied_meta:?}");
     assert!(
-        !applied_meta.contains_key("xcsh/toolChoice") && !applied_meta.contains_key("xcsh/pendingDetails"),
+        !applied_meta.contains_key("xcsh/toolChoice")
+            && !applied_meta.contains_key("xcsh/pendingDetails"),
         "{applied_meta:?}"
     );
     assert_eq!(
@@ -316,10 +317,16 @@ async fn pending_actions_details_reach_an_mcp_client() {
         .await;
     assert_eq!(note.is_error, Some(false), "{note:?}");
     let note_meta = meta(&note);
-    let note_entry =
-        json!({"label": "Note: write n.txt", "sourceToolName": "custom_tool", "details": {"file": "n.txt"}});
-    assert_eq!(note_meta["xcsh/pendingDetails"], json!([note_entry]), "{note_meta:?}");
-    assert!(!note_meta.contains_key("xcsh/details"), "the preview's result has no details");
+    let note_entry = json!({"label": "Note: write n.txt", "sourceToolName": "custom_tool", "details": {"file": "n.txt"}});
+    assert_eq!(
+        note_meta["xcsh/pendingDetails"],
+        json!([note_entry]),
+        "{note_meta:?}"
+    );
+    assert!(
+        !note_meta.contains_key("xcsh/details"),
+        "the preview's result has no details"
+    );
 
     let stacked = server.call("stack_preview", json!({"count": 1})).await;
     assert_eq!(stacked.is_error, Some(false), "{stacked:?}");
@@ -337,7 +344,10 @@ async fn pending_actions_details_reach_an_mcp_client() {
         .await;
     let resolved_meta = meta(&resolved);
     assert_eq!(resolved_meta["xcsh/pendingDetails"], json!([note_entry]));
-    assert_eq!(resolved_meta["xcsh/details"]["label"], json!("Stack: item 1"));
+    assert_eq!(
+        resolved_meta["xcsh/details"]["label"],
+        json!("Stack: item 1")
+    );
     let resolved = server
         .call("resolve", json!({"action": "discard", "reason": "no"}))
         .await;

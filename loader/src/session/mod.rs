@@ -107,8 +107,8 @@ impl std::fmt::Debug for Session {
     }
 }
 
-pub use xcsh_plugin_api::checks::compile_schema;
 use xcsh_plugin_api::checks::check_arguments;
+pub use xcsh_plugin_api::checks::compile_schema;
 
 impl Session {
     /// Start building a session rooted at `cwd`.

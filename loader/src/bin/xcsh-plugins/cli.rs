@@ -49,9 +49,9 @@ pub enum Command {
     /// What the tool leaves pending is resolved newest first: applied with --apply, discarded
     /// with --discard, otherwise asked about on a terminal, otherwise discarded: nothing is
     /// applied without a decision. --no-input asks nothing, neither this nor the plugins'
-    /// questions. A discard always has a reason, which the action's reject receives: --reason
-    /// when given, else "discarded with --discard" for --discard, else "no decision given
-    /// (non-interactive); nothing applied".
+    /// questions. The reason each action's apply or reject receives is --reason; without it,
+    /// --discard gives "discarded with --discard", a discard no one decided gives "no decision
+    /// given (non-interactive); nothing applied", and the terminal asks for one.
     Call(CallArgs),
     /// Serve the loaded tools over MCP on stdio (one session per process).
     Mcp(McpArgs),

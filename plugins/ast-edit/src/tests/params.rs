@@ -254,7 +254,10 @@ async fn optional_arguments_are_published_without_null() {
         }
         property
     };
-    assert_eq!(property("limit"), json!({"type": "number", "format": "double"}));
+    assert_eq!(
+        property("limit"),
+        json!({"type": "number", "format": "double"})
+    );
     assert_eq!(property("per_file"), json!({"type": "boolean"}));
     assert_eq!(property("keep_trailing"), json!({"type": "boolean"}));
     for name in ["lang", "path", "glob", "sel"] {
@@ -275,7 +278,12 @@ async fn null_optional_arguments_are_taken_as_absent() {
     });
     let out = edit(&s, args).await;
     assert!(!out.is_error, "{}", out.text());
-    assert_eq!(super::details(&out)["totalReplacements"], 1, "{}", out.text());
+    assert_eq!(
+        super::details(&out)["totalReplacements"],
+        1,
+        "{}",
+        out.text()
+    );
     assert!(s.has_pending());
 }
 
