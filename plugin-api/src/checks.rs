@@ -426,6 +426,13 @@ mod tests {
     }
 
     #[test]
+    fn a_null_for_an_unknown_property_is_still_refused() {
+        let (checked, _) = check(json!({"name": "a", "items": [], "must": "m", "bogus": null}));
+        let message = checked.expect_err("an unknown property is refused");
+        assert!(message.contains("'bogus' was unexpected"), "{message}");
+    }
+
+    #[test]
     fn pointers_split_into_parent_and_unescaped_key() {
         assert_eq!(
             split_pointer("/a/b~1c~0d"),
