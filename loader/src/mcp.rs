@@ -7,8 +7,10 @@
 //! `-32602`, invalid params, as the MCP specification says), whose message names the closest
 //! tools. Every result carries `xcsh/pending` in `_meta` (0 when nothing is pending); while
 //! something is pending, it ends with the resolve reminder ([`RESOLVE_REMINDER`]) and carries
-//! `xcsh/toolChoice` too (`details` go in `xcsh/details`). A `notifications/cancelled` for a
-//! running call cancels it in the session. One server is one session: one store.
+//! `xcsh/toolChoice` and `xcsh/pendingDetails` (each pending action's label, source and
+//! `details`, newest first) too. The result's own `details` go in `xcsh/details`. A
+//! `notifications/cancelled` for a running call cancels it in the session. One server is one
+//! session: one store.
 //!
 //! The server declares logging: once the client is initialised, each plugin file that failed
 //! to load is sent to it as a log message (level `error`, naming the file and the cause), and
@@ -117,6 +119,11 @@ pub const META_PENDING: &str = "xcsh/pending";
 pub const META_TOOL_CHOICE: &str = "xcsh/toolChoice";
 /// `_meta` key: the result's structured `details`.
 pub const META_DETAILS: &str = "xcsh/details";
+/// `_meta` key, while something is pending: every pending action newest first (`[0]` is what
+/// the next `resolve` takes), each `{"label", "sourceToolName", "details"}`, `details` left
+/// out when the action has none. One entry per action, so it lines up with `xcsh/pending` and
+/// with the order `resolve` goes in; `xcsh/details` stays the result's own.
+pub const META_PENDING_DETAILS: &str = "xcsh/pendingDetails";
 
 /// How often the server looks for changed plugin files.
 pub const RELOAD_INTERVAL: Duration = Duration::from_secs(1);
@@ -556,12 +563,17 @@ impl McpServer {
             })
             .collect();
         let mut meta = Map::new();
-        let pending = self.session.store().map_or(0, |store| store.count());
-        meta.insert(META_PENDING.to_owned(), json!(pending));
-        if pending > 0 {
+        let pending = self
+            .session
+            .store()
+            .map(|store| store.summaries())
+            .unwrap_or_default();
+        meta.insert(META_PENDING.to_owned(), json!(pending.len()));
+        if !pending.is_empty() {
             content.push(ContentBlock::text(RESOLVE_REMINDER));
             let choice = forced_tool_choice(Provider::Anthropic, RESOLVE_TOOL_NAME);
             meta.insert(META_TOOL_CHOICE.to_owned(), choice.json);
+            meta.insert(META_PENDING_DETAILS.to_owned(), json!(pending));
         }
         if let Some(details) = outcome.result.details {
             meta.insert(META_DETAILS.to_owned(), details);

@@ -38,6 +38,15 @@ pub const RESOLVE_REMINDER_TAG: &str = "resolve-reminder";
 /// The reason every still-pending action's `reject` gets when its session ends.
 pub const SESSION_ENDED: &str = "Session ended before this action was resolved.";
 
+/// The reason `xcsh-plugins call` gives `resolve` (and so an action's `reject`) when it
+/// discards what is pending without a decision: no `--apply` or `--discard`, and no one to ask
+/// (`--no-input`, or no terminal). `--reason` replaces it.
+pub const NO_DECISION_REASON: &str = "no decision given (non-interactive); nothing applied";
+
+/// The reason `xcsh-plugins call --discard` gives `resolve` (and so an action's `reject`)
+/// without `--reason`: a discard always says why, and where the decision came from.
+pub const DISCARD_FLAG_REASON: &str = "discarded with --discard";
+
 /// `resolve`'s text after an `apply` whose result had no text.
 pub fn applied(label: &str) -> String {
     format!("Applied: {label}.")

@@ -383,12 +383,21 @@ impl PendingActionStore {
 }
 
 /// What `peek` and `summaries` return: a view of an action that can outlive the lock.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serialised as hosts show a pending action to a program (`call --json`'s `pendingDetails`,
+/// MCP's `xcsh/pendingDetails`): `{"label", "sourceToolName", "details"}`, `details` left out
+/// when the action has none.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PendingSummary {
     /// The action's label.
     pub label: String,
     /// The tool that pushed it.
     pub source_tool_name: String,
+    /// The action's `details` (SPEC 2.2), when it has any: what `call --json` and MCP's
+    /// `xcsh/pendingDetails` show of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
 }
 
 impl PendingSummary {
@@ -396,6 +405,7 @@ impl PendingSummary {
         Self {
             label: action.label.clone(),
             source_tool_name: action.source_tool_name.clone(),
+            details: action.details.clone(),
         }
     }
 }
@@ -435,6 +445,21 @@ mod tests {
             "test",
             Box::new(move |_, _| Box::pin(async move { Ok(AgentToolResult::text(label_owned)) })),
         )
+    }
+
+    #[test]
+    fn summaries_carry_details_newest_first_and_serialise_without_empty_ones() {
+        let store = PendingActionStore::new();
+        store.push(action("a").with_details(Some(serde_json::json!({"files": 2}))));
+        store.push(action("b"));
+        let summaries = store.summaries();
+        assert_eq!(
+            serde_json::to_value(&summaries).ok(),
+            Some(serde_json::json!([
+                {"label": "b", "sourceToolName": "test"},
+                {"label": "a", "sourceToolName": "test", "details": {"files": 2}}
+            ]))
+        );
     }
 
     #[test]

@@ -113,6 +113,104 @@ pub fn validate_arguments(
     }
 }
 
+/// Check a call's arguments as every host does before `execute`: first a `null` sent for an
+/// optional property whose schema does not allow `null` is taken as the property left out
+/// (removed from `arguments`, at the top level and in nested objects), then the rest is
+/// validated ([`validate_arguments`]).
+///
+/// A derived schema publishes an `Option<T>` field as an optional property of type `T`
+/// (SPEC 3.2), yet models often send `null` for "no value"; serde reads the missing field as
+/// `None`, just as it read the `null`. A `null` for a required property stays, and is refused
+/// naming it; so does a `null` inside an array, and one the schema allows.
+///
+/// ```
+/// use xcsh_plugin_api::checks::{check_arguments, compile_schema};
+/// use serde_json::json;
+/// let schema = json!({
+///     "type": "object",
+///     "properties": {"name": {"type": "string"}, "limit": {"type": "integer"}},
+///     "required": ["name"],
+///     "additionalProperties": false
+/// });
+/// let validator = compile_schema(&schema).unwrap();
+/// let mut arguments = json!({"name": "a", "limit": null});
+/// assert!(check_arguments("find", &validator, &mut arguments).is_ok());
+/// assert_eq!(arguments, json!({"name": "a"}));
+/// let mut arguments = json!({"name": null});
+/// assert_eq!(
+///     check_arguments("find", &validator, &mut arguments).unwrap_err(),
+///     "Invalid arguments for tool \"find\": at /name: null is not of type \"string\""
+/// );
+/// ```
+pub fn check_arguments(
+    name: &str,
+    validator: &jsonschema::Validator,
+    arguments: &mut Value,
+) -> Result<(), String> {
+    drop_refused_nulls(validator, arguments);
+    validate_arguments(name, validator, arguments)
+}
+
+/// Remove from `arguments` each object property whose value is `null` where the schema
+/// refuses `null` and the property is not required. The validator decides both, so `$ref`s,
+/// `anyOf`s and nested objects need no schema walking here: the nulls it reports an error at
+/// are removed, and those whose removal makes it report the property missing are put back.
+/// Arguments the schema accepts as they are (every well-formed call) are not copied.
+fn drop_refused_nulls(validator: &jsonschema::Validator, arguments: &mut Value) {
+    if validator.is_valid(arguments) {
+        return;
+    }
+    let mut refused: Vec<String> = validator
+        .iter_errors(arguments)
+        .filter(|error| error.instance().is_null())
+        .map(|error| error.instance_path().as_str().to_owned())
+        .collect();
+    refused.sort();
+    refused.dedup();
+    let mut stripped = arguments.clone();
+    let mut removed: Vec<(String, String)> = Vec::new();
+    for pointer in &refused {
+        let Some((parent, key)) = split_pointer(pointer) else {
+            continue;
+        };
+        // An array's item is a value, not an absence: only object properties go.
+        if let Some(Value::Object(object)) = stripped.pointer_mut(parent) {
+            if object.get(&key).is_some_and(Value::is_null) {
+                object.remove(&key);
+                removed.push((parent.to_owned(), key));
+            }
+        }
+    }
+    if removed.is_empty() {
+        return;
+    }
+    let missing: Vec<(String, String)> = validator
+        .iter_errors(&stripped)
+        .filter_map(|error| match error.kind() {
+            jsonschema::error::ValidationErrorKind::Required { property } => property
+                .as_str()
+                .map(|key| (error.instance_path().as_str().to_owned(), key.to_owned())),
+            _ => None,
+        })
+        .collect();
+    for (parent, key) in removed {
+        if missing.contains(&(parent.clone(), key.clone())) {
+            if let Some(Value::Object(object)) = stripped.pointer_mut(&parent) {
+                object.insert(key, Value::Null);
+            }
+        }
+    }
+    *arguments = stripped;
+}
+
+/// A JSON pointer's parent and its last token, unescaped (`~1` is `/`, `~0` is `~`); `None`
+/// for the root.
+fn split_pointer(pointer: &str) -> Option<(&str, String)> {
+    let at = pointer.rfind('/')?;
+    let token = pointer[at + 1..].replace("~1", "/").replace("~0", "~");
+    Some((&pointer[..at], token))
+}
+
 /// Check that `reply` answers `request` and stays inside it: the right kind of answer, an
 /// option that was offered, form values the form's schema accepts (with a `form` answer of
 /// `accept` only). The error names the service, and the field or the value. Hosts run it on
@@ -201,4 +299,146 @@ pub fn check_form_schema(schema: &Value) -> Result<(), String> {
     crate::form::flatten(schema)
         .map(drop)
         .map_err(|error| error.message().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What `tool_params!` derives (the macro names the crate by its external path).
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Params {
+        name: String,
+        flag: Option<bool>,
+        count: Option<u32>,
+        tags: Option<Vec<String>>,
+        inner: Option<Inner>,
+        items: Vec<Option<String>>,
+        #[schemars(required)]
+        must: Option<String>,
+    }
+
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Inner {
+        depth: Option<u32>,
+        label: String,
+    }
+
+    fn check(arguments: Value) -> (Result<(), String>, Value) {
+        let validator =
+            compile_schema(&crate::schema_of::<Params>()).expect("the derived schema compiles");
+        let mut arguments = arguments;
+        let checked = check_arguments("t", &validator, &mut arguments);
+        (checked, arguments)
+    }
+
+    #[test]
+    fn nulls_for_optional_properties_are_absent_at_every_depth() {
+        let (checked, arguments) = check(json!({
+            "name": "a", "flag": null, "count": null, "tags": null, "must": "m",
+            "inner": {"label": "l", "depth": null}, "items": []
+        }));
+        assert_eq!(checked, Ok(()));
+        assert_eq!(
+            arguments,
+            json!({"name": "a", "must": "m", "inner": {"label": "l"}, "items": []})
+        );
+        let params: Params = serde_json::from_value(arguments).expect("deserializes");
+        assert_eq!((params.flag, params.count, params.tags), (None, None, None));
+        let inner = params.inner.expect("inner given");
+        assert_eq!((inner.depth, inner.label.as_str()), (None, "l"));
+        assert_eq!(
+            (
+                params.name.as_str(),
+                params.items.len(),
+                params.must.as_deref()
+            ),
+            ("a", 0, Some("m"))
+        );
+        let (checked, _) = check(json!({"name": "a", "inner": null, "items": [], "must": "m"}));
+        assert_eq!(checked, Ok(()));
+    }
+
+    #[test]
+    fn a_null_for_a_required_property_is_refused_by_name() {
+        let (checked, arguments) = check(json!({"name": null, "items": [], "must": "m"}));
+        assert_eq!(
+            checked,
+            Err(
+                "Invalid arguments for tool \"t\": at /name: null is not of type \"string\""
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            arguments["name"],
+            Value::Null,
+            "a required null stays as sent"
+        );
+        let (checked, _) = check(json!({"name": "a", "items": [], "must": "m",
+            "inner": {"label": null}}));
+        let message = checked.expect_err("a required nested null is refused");
+        assert!(message.contains("at /inner/label: null"), "{message}");
+    }
+
+    #[test]
+    fn nulls_the_schema_allows_and_array_items_are_kept() {
+        let (checked, arguments) = check(json!({"name": "a", "items": ["x", null], "must": "m"}));
+        assert_eq!(checked, Ok(()));
+        assert_eq!(
+            arguments,
+            json!({"name": "a", "items": ["x", null], "must": "m"})
+        );
+        // A hand-written schema may allow `null`: then it is a value, and stays.
+        let schema =
+            json!({"type": "object", "properties": {"note": {"type": ["string", "null"]}}});
+        let validator = compile_schema(&schema).expect("compiles");
+        let mut arguments = json!({"note": null});
+        assert_eq!(check_arguments("t", &validator, &mut arguments), Ok(()));
+        assert_eq!(arguments, json!({"note": null}));
+    }
+
+    #[test]
+    fn a_required_option_refuses_null_by_name() {
+        // `#[schemars(required)]` on an `Option`: schemars publishes it required and not null.
+        let (checked, _) = check(json!({"name": "a", "items": [], "must": null}));
+        assert_eq!(
+            checked,
+            Err(
+                "Invalid arguments for tool \"t\": at /must: null is not of type \"string\""
+                    .to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn other_errors_are_still_reported() {
+        let (checked, _) = check(json!({"name": "a", "items": [], "must": "m", "flag": "yes",
+            "count": null}));
+        let message = checked.expect_err("a wrong type is refused");
+        assert!(
+            message.contains("at /flag: \"yes\" is not of type \"boolean\""),
+            "{message}"
+        );
+        assert!(!message.contains("/count"), "{message}");
+    }
+
+    #[test]
+    fn a_null_for_an_unknown_property_is_still_refused() {
+        let (checked, _) = check(json!({"name": "a", "items": [], "must": "m", "bogus": null}));
+        let message = checked.expect_err("an unknown property is refused");
+        assert!(message.contains("'bogus' was unexpected"), "{message}");
+    }
+
+    #[test]
+    fn pointers_split_into_parent_and_unescaped_key() {
+        assert_eq!(
+            split_pointer("/a/b~1c~0d"),
+            Some(("/a", "b/c~d".to_owned()))
+        );
+        assert_eq!(split_pointer("/a"), Some(("", "a".to_owned())));
+        assert_eq!(split_pointer(""), None);
+    }
 }

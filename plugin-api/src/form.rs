@@ -4,8 +4,10 @@
 //! Elicitation allows an object of primitive fields only: text, numbers, integers, booleans,
 //! single-choice enums (plain, titled with `oneOf`/`const`/`title`, or with the older
 //! `enumNames`) and multi-choice arrays of such enums, with defaults. schemars writes enums
-//! as `$ref`s into `$defs` and options as `anyOf [.., null]`; both are folded into the field
-//! here, so the host receives the schema as elicitation spells it.
+//! as `$ref`s into `$defs`, folded into the field here, so the host receives the schema as
+//! elicitation spells it. An `Option<T>` field is already an optional field of type `T` in
+//! [`schema_of`]'s schema (SPEC 3.2); a schema written by hand with `null` among a field's
+//! types (`[T, "null"]`, `anyOf [T, null]`) is folded the same way.
 
 use schemars::JsonSchema;
 use serde_json::{Map, Value};

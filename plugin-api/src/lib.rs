@@ -81,6 +81,7 @@ mod guard;
 pub mod host;
 mod pending;
 mod result;
+mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tool;

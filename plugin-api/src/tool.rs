@@ -159,10 +159,29 @@ pub trait CustomTool: Send + Sync + 'static {
     }
 }
 
-/// The JSON Schema of `T`, as tools publish it (no `$schema` or `title` at the root).
+/// The JSON Schema of `T`, as tools publish it (no `$schema` or `title` at the root). An
+/// `Option<T>` field is an optional property of type `T`: no `null` in its type, no
+/// `"default": null` (SPEC 3.2; a `null` sent for it is taken as absent by the host).
+///
+/// ```
+/// xcsh_plugin_api::tool_params! {
+///     struct Params {
+///         name: String,
+///         /// Keep a backup.
+///         backup: Option<bool>,
+///     }
+/// }
+/// let schema = xcsh_plugin_api::schema_of::<Params>();
+/// assert_eq!(
+///     schema["properties"]["backup"],
+///     serde_json::json!({"type": "boolean", "description": "Keep a backup."})
+/// );
+/// assert_eq!(schema["required"], serde_json::json!(["name"]));
+/// ```
 pub fn schema_of<T: JsonSchema>() -> Value {
     let generator = schemars::generate::SchemaSettings::draft2020_12()
         .with(|settings| settings.meta_schema = None)
+        .with_transform(crate::schema::OptionalIsAbsent)
         .into_generator();
     let mut schema = generator.into_root_schema_for::<T>().to_value();
     if let Some(object) = schema.as_object_mut() {

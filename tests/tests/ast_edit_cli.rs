@@ -224,3 +224,65 @@ fn ast_edit_writes_what_ast_grep_writes_in_every_language() {
     // neither tool changes those files.
     assert!(changed >= 11, "only {changed} files changed");
 }
+
+/// Run the command-line host with only the built-in tools, in `root`.
+fn cli(root: &Path, args: &[&str]) -> (bool, String) {
+    let output = Command::new(artifacts().cli())
+        .args(["--no-default-dirs", "--cwd"])
+        .arg(root)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+/// SPEC 3.2: `ast_edit`'s `Option` arguments are listed by their type, not "or null".
+#[test]
+fn list_shows_optional_arguments_by_their_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, text) = cli(dir.path(), &["list"]);
+    assert!(ok, "{text}");
+    assert!(!text.contains("or null"), "{text}");
+    let line = |name: &str| {
+        text.lines()
+            .find(|line| line.trim_start().starts_with(&format!("{name} ")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(line("limit").contains(" number (optional)"), "{text}");
+    assert!(line("per_file").contains(" boolean (optional)"), "{text}");
+    assert!(line("path").contains(" string (optional)"), "{text}");
+    assert!(line("ops").contains(" (required)"), "{text}");
+}
+
+/// A `null` a model sends for an optional argument is that argument left out.
+#[test]
+fn call_takes_null_optional_arguments_as_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.rs"), "fn main() { foo(1); }\n").unwrap();
+    let args = serde_json::json!({
+        "ops": [{"pat": "foo($A)", "out": "bar($A)"}],
+        "limit": null, "per_file": null, "lang": null, "path": null
+    })
+    .to_string();
+    let (ok, text) = cli(dir.path(), &["call", "ast_edit", &args, "--apply"]);
+    assert!(ok, "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.rs")).unwrap(),
+        "fn main() { bar(1); }\n"
+    );
+    let (ok, text) = cli(dir.path(), &["call", "ast_edit", r#"{"ops": null}"#]);
+    assert!(!ok);
+    assert!(
+        text.contains(
+            r#"Invalid arguments for tool "ast_edit": at /ops: null is not of type "array""#
+        ),
+        "{text}"
+    );
+}

@@ -84,6 +84,31 @@ fn call_with_discard_changes_nothing() {
     assert!(text(&output).contains("Discarded batch rename. Reason: not now"));
 }
 
+/// `--discard` without `--reason`: the action's reject gets the documented default reason,
+/// not an empty one.
+#[test]
+fn discard_without_a_reason_passes_the_default_reason() {
+    let dir = scratch();
+    let output = run(
+        &["call", "batch_rename_preview", PREVIEW, "--discard"],
+        dir.path(),
+    );
+    let out = text(&output);
+    assert!(output.status.success(), "{out}");
+    assert!(exists(dir.path(), &["a1.txt", "a2.txt"]));
+    assert!(
+        out.contains(&format!(
+            "Discarded batch rename. Reason: {}",
+            xcsh_loader::messages::DISCARD_FLAG_REASON
+        )),
+        "{out}"
+    );
+    assert_eq!(
+        xcsh_loader::messages::DISCARD_FLAG_REASON,
+        "discarded with --discard"
+    );
+}
+
 #[test]
 fn without_a_decision_nothing_is_applied() {
     let dir = scratch();
@@ -158,6 +183,59 @@ fn arguments_from_stdin_and_json_output() {
         "stdin"
     );
     assert!(exists(dir.path(), &["b1.txt", "b2.txt"]));
+}
+
+/// SPEC 3.2: each pending action's `details` reach `call --json`, in `pendingDetails`
+/// (newest first, `details` left out for an action without), beside the labels in `pending`.
+#[test]
+fn call_json_shows_each_pending_actions_details() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(artifacts().cli())
+        .args(["--no-default-dirs", "--json", "--plugin"])
+        .arg(plugin("fixture-multi"))
+        .arg("--cwd")
+        .arg(dir.path())
+        .args([
+            "call",
+            "note_preview",
+            r#"{"file":"n.txt","content":"hi"}"#,
+            "--discard",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(doc["pending"], serde_json::json!(["Note: write n.txt"]));
+    assert_eq!(
+        doc["pendingDetails"],
+        serde_json::json!([{
+            "label": "Note: write n.txt",
+            "sourceToolName": "custom_tool",
+            "details": {"file": "n.txt"}
+        }])
+    );
+    assert_eq!(doc["resolutions"][0]["reason"], "discarded with --discard");
+    assert!(!dir.path().join("n.txt").exists());
+
+    // An action without details: no `details` key, not `null`.
+    let dir = scratch();
+    let output = run(
+        &[
+            "--json",
+            "call",
+            "batch_rename_preview",
+            PREVIEW,
+            "--discard",
+        ],
+        dir.path(),
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        doc["pendingDetails"],
+        serde_json::json!([{"label": "Batch rename: 2 files", "sourceToolName": "batch_rename_preview"}])
+    );
 }
 
 #[test]

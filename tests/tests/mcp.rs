@@ -142,6 +142,11 @@ async fn an_mcp_client_previews_resolves_and_survives_faults() {
         preview_meta["xcsh/toolChoice"],
         json!({"type": "tool", "name": "resolve"})
     );
+    // An action without details: its label and source only.
+    assert_eq!(
+        preview_meta["xcsh/pendingDetails"],
+        json!([{"label": "Batch rename: 2 files", "sourceToolName": "batch_rename_preview"}])
+    );
     assert_eq!(listing(dir.path()), ["a1.txt", "a2.txt"]);
 
     // resolve apply: the files are renamed, nothing is pending any more.
@@ -160,7 +165,8 @@ async fn an_mcp_client_previews_resolves_and_survives_faults() {
     // Present on every result: 0 once nothing is pending.
     assert_eq!(applied_meta["xcsh/pending"], json!(0), "{applied_meta:?}");
     assert!(
-        !applied_meta.contains_key("xcsh/toolChoice"),
+        !applied_meta.contains_key("xcsh/toolChoice")
+            && !applied_meta.contains_key("xcsh/pendingDetails"),
         "{applied_meta:?}"
     );
     assert_eq!(
@@ -296,5 +302,60 @@ async fn tool_annotations_reach_an_mcp_client_in_tools_list() {
     assert_eq!(raw["annotations"]["idempotentHint"], true);
     assert_eq!(raw["annotations"]["openWorldHint"], false);
     assert!(raw["annotations"].get("destructiveHint").is_none(), "{raw}");
+    server.stop().await;
+}
+
+/// SPEC 3.2: a pending action's `details` reach the client in `_meta` under a key of their own,
+/// `xcsh/pendingDetails`: every pending action newest first (the order `resolve` takes them),
+/// `details` left out for an action without; `xcsh/details` stays the result's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_actions_details_reach_an_mcp_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_with(dir.path(), &["fixture-multi"]).await;
+    let note = server
+        .call("note_preview", json!({"file": "n.txt", "content": "hi"}))
+        .await;
+    assert_eq!(note.is_error, Some(false), "{note:?}");
+    let note_meta = meta(&note);
+    let note_entry = json!({"label": "Note: write n.txt", "sourceToolName": "custom_tool", "details": {"file": "n.txt"}});
+    assert_eq!(
+        note_meta["xcsh/pendingDetails"],
+        json!([note_entry]),
+        "{note_meta:?}"
+    );
+    assert!(
+        !note_meta.contains_key("xcsh/details"),
+        "the preview's result has no details"
+    );
+
+    let stacked = server.call("stack_preview", json!({"count": 1})).await;
+    assert_eq!(stacked.is_error, Some(false), "{stacked:?}");
+    let stacked_meta = meta(&stacked);
+    assert_eq!(stacked_meta["xcsh/pending"], json!(2));
+    assert_eq!(
+        stacked_meta["xcsh/pendingDetails"],
+        json!([{"label": "Stack: item 1", "sourceToolName": "stack_preview"}, note_entry]),
+        "newest first, one entry per pending action"
+    );
+
+    // Resolving the newest leaves the note's entry; the result's details stay in `xcsh/details`.
+    let resolved = server
+        .call("resolve", json!({"action": "discard", "reason": "no"}))
+        .await;
+    let resolved_meta = meta(&resolved);
+    assert_eq!(resolved_meta["xcsh/pendingDetails"], json!([note_entry]));
+    assert_eq!(
+        resolved_meta["xcsh/details"]["label"],
+        json!("Stack: item 1")
+    );
+    let resolved = server
+        .call("resolve", json!({"action": "discard", "reason": "no"}))
+        .await;
+    let resolved_meta = meta(&resolved);
+    assert_eq!(resolved_meta["xcsh/pending"], json!(0));
+    assert!(
+        !resolved_meta.contains_key("xcsh/pendingDetails"),
+        "{resolved_meta:?}"
+    );
     server.stop().await;
 }

@@ -107,8 +107,8 @@ impl std::fmt::Debug for Session {
     }
 }
 
+use xcsh_plugin_api::checks::check_arguments;
 pub use xcsh_plugin_api::checks::compile_schema;
-use xcsh_plugin_api::checks::validate_arguments as validate;
 
 impl Session {
     /// Start building a session rooted at `cwd`.
@@ -352,18 +352,23 @@ impl Session {
             .await
     }
 
-    /// Call a tool: validate `arguments` against its schema, then run it, bounded by the
+    /// Call a tool: check `arguments` against its schema, then run it, bounded by the
     /// options' cancellation and timeout. Failures are error outcomes, never panics.
+    ///
+    /// This is the one place every host's calls are checked (CLI, MCP, the Node binding, in
+    /// process or in a plugin process): a `null` for an optional property whose schema refuses
+    /// it is taken as the property left out (SPEC 3.2, [`check_arguments`]), anything else
+    /// the schema refuses is an error outcome and the tool does not run.
     pub async fn call_with(
         &self,
         name: &str,
-        arguments: Value,
+        mut arguments: Value,
         options: CallOptions,
     ) -> ToolOutcome {
         let timeout = options.timeout.or(self.default_timeout);
         if name == RESOLVE_TOOL_NAME {
             if let Some((_, validator)) = self.resolve.get() {
-                if let Err(message) = validate(name, validator, &arguments) {
+                if let Err(message) = check_arguments(name, validator, &mut arguments) {
                     return ToolOutcome::error(message);
                 }
                 return match serde_json::from_value::<ResolveArgs>(arguments) {
@@ -400,7 +405,7 @@ impl Session {
             Ok(registered) => registered,
             Err(message) => return ToolOutcome::error(message),
         };
-        if let Err(message) = validate(name, &registered.validator, &arguments) {
+        if let Err(message) = check_arguments(name, &registered.validator, &mut arguments) {
             return ToolOutcome::error(message);
         }
         let ctx = CallContext {

@@ -558,8 +558,9 @@ impl PluginTest {
             })
     }
 
-    /// Call a tool with JSON arguments, as the host would: validated against its schema
-    /// first, then `execute` through the tool's FFI object.
+    /// Call a tool with JSON arguments, as the host would: checked against its schema first
+    /// ([`crate::checks::check_arguments`]: a `null` for an optional property is taken as
+    /// absent), then `execute` through the tool's FFI object.
     ///
     /// # Errors
     /// [`TestError::InvalidArguments`] (the tool did not run), [`TestError::Tool`] when
@@ -594,11 +595,11 @@ impl PluginTest {
     async fn call_with(
         &self,
         tool: &str,
-        arguments: Value,
+        mut arguments: Value,
         cancelled: Arc<AtomicBool>,
     ) -> Result<CallOutcome, TestError> {
         let loaded = self.find(tool)?;
-        crate::checks::validate_arguments(tool, &loaded.validator, &arguments)
+        crate::checks::check_arguments(tool, &loaded.validator, &mut arguments)
             .map_err(TestError::InvalidArguments)?;
         let updates = Arc::new(Mutex::new(Vec::new()));
         let ctx = ToolContextFfi_TO::from_value(

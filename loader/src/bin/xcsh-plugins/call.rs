@@ -53,7 +53,8 @@ pub struct CallArgs {
     /// Discard every pending action the call leaves.
     #[arg(long)]
     discard: bool,
-    /// The reason passed to `resolve` (with --apply or --discard).
+    /// The reason passed to `resolve`, and so to each action's apply or reject; needs --apply
+    /// or --discard (a discard without it gets the default reason `call --help` gives).
     #[arg(long, value_name = "TEXT")]
     reason: Option<String>,
     /// Run without a pending-action store (pushes fail).
@@ -64,8 +65,7 @@ pub struct CallArgs {
     timeout: Option<f64>,
     /// Ask nothing on the terminal: the plugins' questions get their defaults (no,
     /// nothing chosen, a form cancelled), as where no one can answer, and what is left pending
-    /// is discarded unless --apply (reason: "no decision given (non-interactive); nothing
-    /// applied", or --reason).
+    /// is discarded unless --apply.
     #[arg(long)]
     no_input: bool,
     #[command(flatten)]
@@ -444,10 +444,8 @@ async fn call_and_resolve(
     };
     let outcome = Outcome(session.call_with(&args.tool, arguments, call_options).await);
     progress.finish();
-    let pending: Vec<String> = session
-        .store()
-        .map(|s| s.summaries().into_iter().map(|p| p.label).collect())
-        .unwrap_or_default();
+    let pending_details = session.store().map(|s| s.summaries()).unwrap_or_default();
+    let pending: Vec<String> = pending_details.iter().map(|p| p.label.clone()).collect();
     // A tool of a plugin process that failed on a path its sandbox refused: say how to allow
     // it.
     let tools = session.tools();
@@ -502,6 +500,7 @@ async fn call_and_resolve(
         tool: args.tool,
         outcome,
         pending,
+        pending_details,
         resolutions,
         load_errors,
     };

@@ -45,6 +45,13 @@ pub enum Command {
     /// Print one tool's description and its full parameter schema.
     Describe(DescribeArgs),
     /// Run one tool in a fresh session, then resolve what it left pending.
+    ///
+    /// What the tool leaves pending is resolved newest first: applied with --apply, discarded
+    /// with --discard, otherwise asked about on a terminal, otherwise discarded: nothing is
+    /// applied without a decision. --no-input asks nothing, neither this nor the plugins'
+    /// questions. The reason each action's apply or reject receives is --reason; without it,
+    /// --discard gives "discarded with --discard", a discard no one decided gives "no decision
+    /// given (non-interactive); nothing applied", and the terminal asks for one.
     Call(CallArgs),
     /// Serve the loaded tools over MCP on stdio (one session per process).
     Mcp(McpArgs),
@@ -550,6 +557,23 @@ mod tests {
     #[test]
     fn the_clap_definition_is_consistent() {
         command().debug_assert();
+    }
+
+    /// `call --help` states the prompt rule once, with the reasons `decide` really passes.
+    #[test]
+    fn call_help_states_the_default_reasons() {
+        let mut command = command();
+        let call = command
+            .find_subcommand_mut("call")
+            .expect("a call subcommand");
+        let help = call.render_long_help().to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for reason in [
+            xcsh_loader::messages::DISCARD_FLAG_REASON,
+            xcsh_loader::messages::NO_DECISION_REASON,
+        ] {
+            assert!(help.contains(&format!("\"{reason}\"")), "{reason}: {help}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, IsTerminal};
 
+use xcsh_loader::messages::{DISCARD_FLAG_REASON, NO_DECISION_REASON};
 use xcsh_loader::render::sanitize;
 
 use crate::error::CliError;
@@ -42,12 +43,10 @@ pub fn decide(
     output: &mut Output,
 ) -> Result<(Decision, String), CliError> {
     if let Some(decision) = flags.decided {
-        return Ok((decision, flags.reason.unwrap_or_default().to_owned()));
+        return Ok((decision, flag_reason(decision, flags.reason)));
     }
     if flags.no_input || !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
-        let reason = flags
-            .reason
-            .unwrap_or("no decision given (non-interactive); nothing applied");
+        let reason = flags.reason.unwrap_or(NO_DECISION_REASON);
         return Ok((Decision::Discard, reason.to_owned()));
     }
     loop {
@@ -77,6 +76,18 @@ pub fn decide(
     }
 }
 
+/// The reason of a decision given by flag: `--reason`, or for `--discard` without it
+/// [`DISCARD_FLAG_REASON`] (a discard always says why: the action's `reject` receives it).
+/// `--apply` without `--reason` passes an empty reason: an apply's reason is informative only
+/// (SPEC 2.2), and the resolve block shows `No reason provided`.
+fn flag_reason(decision: Decision, reason: Option<&str>) -> String {
+    match (decision, reason) {
+        (_, Some(reason)) => reason.to_owned(),
+        (Decision::Discard, None) => DISCARD_FLAG_REASON.to_owned(),
+        (Decision::Apply, None) => String::new(),
+    }
+}
+
 /// One trimmed line from stdin, or `None` once stdin is closed.
 fn read_answer() -> Result<Option<String>, CliError> {
     let mut line = String::new();
@@ -85,4 +96,17 @@ fn read_answer() -> Result<Option<String>, CliError> {
         .read_line(&mut line)
         .map_err(|e| CliError::Failure(format!("cannot read the answer from stdin: {e}")))?;
     Ok((read > 0).then(|| line.trim().to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flag_decision_without_reason_gets_the_documented_one() {
+        assert_eq!(flag_reason(Decision::Discard, None), DISCARD_FLAG_REASON);
+        assert_eq!(flag_reason(Decision::Discard, Some("no")), "no");
+        assert_eq!(flag_reason(Decision::Apply, None), "");
+        assert_eq!(flag_reason(Decision::Apply, Some("ok")), "ok");
+    }
 }

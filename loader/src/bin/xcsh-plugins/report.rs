@@ -9,7 +9,8 @@ use serde::{Serialize, Serializer};
 use xcsh_loader::sandbox::{Confinement, Enforcement};
 use xcsh_loader::trust::trust_command;
 use xcsh_loader::{
-    LoadError, LoadErrorKind, LoadedPlugin, ToolHints, ToolOrigin, ToolOutcome, ToolSpec,
+    LoadError, LoadErrorKind, LoadedPlugin, PendingSummary, ToolHints, ToolOrigin, ToolOutcome,
+    ToolSpec,
 };
 
 /// A command's complete report: what `--json` prints, and whether the command failed (exit 1).
@@ -303,6 +304,10 @@ pub struct CallReport {
     pub outcome: Outcome,
     /// Labels of the pending actions the call left, newest first.
     pub pending: Vec<String>,
+    /// The same actions, newest first, each `{label, sourceToolName, details}` (`details`
+    /// left out when the action has none): what a script needs to judge an action before
+    /// (or instead of) deciding, in the shape MCP's `xcsh/pendingDetails` has.
+    pub pending_details: Vec<PendingSummary>,
     pub resolutions: Vec<Resolution>,
     pub load_errors: Vec<String>,
 }
@@ -427,6 +432,11 @@ mod tests {
             tool: "t".to_owned(),
             outcome: Outcome(ToolOutcome::success(AgentToolResult::text("done"))),
             pending: vec!["Batch rename: 1 file".to_owned()],
+            pending_details: vec![PendingSummary {
+                label: "Batch rename: 1 file".to_owned(),
+                source_tool_name: "batch_rename_preview".to_owned(),
+                details: Some(json!({"renames": [["a", "b"]]})),
+            }],
             resolutions: vec![Resolution {
                 label: "Batch rename: 1 file".to_owned(),
                 action: "apply",
@@ -440,6 +450,11 @@ mod tests {
         assert_eq!(doc["isError"], false);
         assert_eq!(doc["result"]["content"][0]["text"], "done");
         assert_eq!(doc["pending"], json!(["Batch rename: 1 file"]));
+        assert_eq!(
+            doc["pendingDetails"],
+            json!([{"label": "Batch rename: 1 file", "sourceToolName": "batch_rename_preview",
+                    "details": {"renames": [["a", "b"]]}}])
+        );
         assert_eq!(doc["resolutions"][0]["isError"], true);
         assert_eq!(doc["resolutions"][0]["action"], "apply");
         assert_eq!(doc["resolutions"][0]["reason"], "ok");

@@ -240,3 +240,60 @@ async fn tla_plus_files_are_inferred_and_rewritten() {
     let out = edit(&s, json!({"ops": op, "sel": "bound_op", "lang": "tla"})).await;
     assert_eq!(super::ok_text(&out), "No replacements made");
 }
+
+#[tokio::test]
+async fn optional_arguments_are_published_without_null() {
+    let dir = tree(&[("a.rs", "fn main() {}\n")]);
+    let s = session(dir.path());
+    let spec = s.tools().into_iter().find(|t| t.name == "ast_edit");
+    let schema = spec.map(|t| t.parameters).unwrap_or_default();
+    let property = |name: &str| {
+        let mut property = schema["properties"][name].clone();
+        if let Some(object) = property.as_object_mut() {
+            object.remove("description");
+        }
+        property
+    };
+    assert_eq!(
+        property("limit"),
+        json!({"type": "number", "format": "double"})
+    );
+    assert_eq!(property("per_file"), json!({"type": "boolean"}));
+    assert_eq!(property("keep_trailing"), json!({"type": "boolean"}));
+    for name in ["lang", "path", "glob", "sel"] {
+        assert_eq!(property(name), json!({"type": "string"}), "{name}");
+    }
+    assert_eq!(schema["required"], json!(["ops"]));
+    assert!(!schema.to_string().contains("\"null\""), "{schema}");
+}
+
+#[tokio::test]
+async fn null_optional_arguments_are_taken_as_absent() {
+    let dir = tree(&[("a.rs", "fn main() { foo(1); }\n")]);
+    let s = session(dir.path());
+    let args = json!({
+        "ops": [{"pat": "foo($A)", "out": "bar($A)"}],
+        "lang": null, "path": null, "glob": null, "sel": null, "limit": null,
+        "per_file": null, "keep_trailing": null
+    });
+    let out = edit(&s, args).await;
+    assert!(!out.is_error, "{}", out.text());
+    assert_eq!(
+        super::details(&out)["totalReplacements"],
+        1,
+        "{}",
+        out.text()
+    );
+    assert!(s.has_pending());
+}
+
+#[tokio::test]
+async fn a_null_for_the_required_ops_is_refused_by_name() {
+    let dir = tree(&[("a.rs", "fn main() {}\n")]);
+    let s = session(dir.path());
+    let out = edit(&s, json!({"ops": null})).await;
+    assert_error(
+        &out,
+        "Invalid arguments for tool \"ast_edit\": at /ops: null is not of type \"array\"",
+    );
+}
