@@ -516,13 +516,13 @@ async fn a_0_6_0_plugin_pushes_and_resolves_and_retries_its_apply_in_both_isolat
             .call("frozen_preview", json!({"text": "fail-me"}))
             .await;
         let action = store.pop().unwrap();
-        let (apply, rest) = action.start_apply("go".into());
+        let (apply, rest) = action.start_apply("go".into(), no_services());
         let failure = apply.await.unwrap_err().to_string();
         assert_eq!(
             failure, "apply of fail-me failed on purpose (attempt 1)",
             "{isolation:?}"
         );
-        let (again, _) = rest.into_action(&failure).start_apply("again".into());
+        let (again, _) = rest.into_action(&failure).start_apply("again".into(), no_services());
         let again = again.await.unwrap();
         assert_eq!(
             again.joined_text(),
@@ -534,11 +534,11 @@ async fn a_0_6_0_plugin_pushes_and_resolves_and_retries_its_apply_in_both_isolat
         session
             .call("frozen_preview", json!({"text": "fail-me"}))
             .await;
-        let (apply, rest) = store.pop().unwrap().start_apply("go".into());
+        let (apply, rest) = store.pop().unwrap().start_apply("go".into(), no_services());
         let failure = apply.await.unwrap_err().to_string();
         let rejected = rest
             .into_action(&failure)
-            .reject("discard".into())
+            .reject("discard".into(), no_services())
             .await
             .unwrap()
             .unwrap();
@@ -549,4 +549,9 @@ async fn a_0_6_0_plugin_pushes_and_resolves_and_retries_its_apply_in_both_isolat
         );
         session.shutdown().await;
     }
+}
+
+/// What an embedder that settles an action itself hands it when no one can answer.
+fn no_services() -> xcsh_loader::store::ActionContext {
+    xcsh_loader::store::ActionContext::without_services(xcsh_loader::tool::CancelToken::new())
 }
