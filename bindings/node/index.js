@@ -283,7 +283,7 @@ function logTo(logger, level, message) {
 }
 
 // What xcsh's runtime does with the native actions it holds when its conversation changes,
-// read from `@oh-my-pi/pi-coding-agent` 18.2.3 (README, "Which rule holds where"). This is the
+// read from `@oh-my-pi/pi-coding-agent` 18.2.3 (the guide, docs/guide/src/runtime.md, "Which rule holds where"). This is the
 // one place the binding follows it.
 //
 // The runtime queues each push on its tool-choice queue (tools/resolve.ts,

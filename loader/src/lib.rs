@@ -83,7 +83,7 @@ pub use steering::{Provider, SteeringMessage, ToolChoice};
 pub use store::{
     PendingAction, PendingActionSink, PendingActionStore, PendingSummary, PushSubscription,
 };
-/// The sandbox a plugin's child process puts itself in (see the README's "Isolation").
+/// The sandbox a plugin's child process puts itself in (see docs/guide/src/isolation.md).
 pub use sys::sandbox;
 pub use tool::{
     CallContext, CallOptions, CancelToken, Tool, ToolError, ToolHints, ToolOrigin, ToolOutcome,

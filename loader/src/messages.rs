@@ -1,7 +1,7 @@
 //! Every exact string of the behaviour contract that this crate produces, in one place.
 //!
-//! Models, tests and other runtimes match these texts literally (the README's "Exact strings"
-//! list), so they are defined once here and every other module uses these constants or
+//! Models, tests and other runtimes match these texts literally (the guide's pages,
+//! `docs/guide/src/`, quote them), so they are defined once here and every other module uses these constants or
 //! functions instead of spelling them again. Changing one is a breaking change.
 
 use std::path::Path;

@@ -78,6 +78,9 @@ pub mod export;
 pub mod files;
 pub mod form;
 mod guard;
+/// The guide's pages and the README as doctests (see the module).
+#[cfg(all(doctest, feature = "testing"))]
+pub mod guide;
 pub mod host;
 mod pending;
 mod result;

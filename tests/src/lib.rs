@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 pub mod bench;
 pub mod cancel_tree;
+pub mod guide;
 pub mod mcp;
 pub mod node;
 pub mod npm_registry;

@@ -1,4 +1,4 @@
-//! The `xcsh-plugins` exit codes as the README documents them (0 success, 1 a tool error, a
+//! The `xcsh-plugins` exit codes as the guide documents them (docs/guide/src/cli.md, "Exit codes") (0 success, 1 a tool error, a
 //! failed resolve or a load problem, 2 bad usage), each usage error as one `error:` line on
 //! stderr, and a reader that closes stdout early, run on the real binary.
 

@@ -85,9 +85,9 @@ async fn a_0_2_0_plugin_lists_runs_pushes_and_resolves_in_this_host() {
     assert_eq!(store.count(), 0);
 }
 
-/// Over MCP, a 0.2.0 plugin's tools carry only what the host itself knows (README, "Use it
-/// from an agent"): the title, and for a deferrable tool `destructiveHint: false`; the hints
-/// the plugin cannot give are left out.
+/// Over MCP, a 0.2.0 plugin's tools carry only what the host itself knows (the guide's "MCP",
+/// `docs/guide/src/mcp.md`): the title, and for a deferrable tool `destructiveHint: false`; the
+/// hints the plugin cannot give are left out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_mcp_a_0_2_0_plugins_hints_are_absent() {
     let dir = tempfile::tempdir().unwrap();

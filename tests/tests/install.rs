@@ -908,7 +908,7 @@ fn install_builds_a_plugin_crate_with_cargo() {
         .args(["install"])
         .arg(&crate_dir)
         .env("HOME", home.path())
-        // Shared with the README's ship test: the crate's dependencies are built once.
+        // Shared with the guide's ship test (ship_a_plugin.rs): the crate's dependencies are built once.
         .env(
             "CARGO_TARGET_DIR",
             xcsh_integration_tests::workspace_root().join("target/ship-a-plugin"),

@@ -1,54 +1,32 @@
-//! The README's "Write a plugin" and "Test a plugin" code, compiled and run as an author would:
-//! scaffolded with `xcsh-plugins new`, the scaffold's `src/lib.rs` replaced by the README's
-//! example followed by its test module, then `cargo test` (nested cargo, sharing this
-//! workspace's target directory), `check` and `call` on the built library.
+//! The guide's "Write a tool", "Ask the user, the model", "Run a program" and "Test it" code
+//! (`docs/guide/src/`), compiled and run as an author would: scaffolded with `xcsh-plugins
+//! new`, the scaffold's `src/lib.rs` replaced by the guide's examples followed by its test
+//! module, then `cargo test` (nested cargo, sharing this workspace's target directory),
+//! `check` and `call` on the built library. Also: the README's and the guide's command lines
+//! run as written, the versions they name, and the README's shape (its two commands first, its
+//! links into the guide).
 //!
-//! The crate docs' examples are rustdoc doctests of `xcsh-plugin-api`; this covers the README.
+//! The guide's Rust examples are also rustdoc doctests of `xcsh-plugin-api`
+//! (`plugin-api/src/guide.rs`), hidden lines and all; this test builds what a reader copies.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
 use std::path::Path;
 use std::process::{Command, Output};
 
+use xcsh_integration_tests::guide::{self, blocks, page, readme, rust_blocks, section};
 use xcsh_integration_tests::{artifacts, package_version, workspace_root};
 
 /// The TypeScript original's length (`seed/resolve-tool-runtime.it.md`, from `import type` to
 /// `export default factory;`), in non-blank lines.
 const TYPESCRIPT_SEED_LINES: usize = 32;
 
-/// The fenced code blocks of one `## ` section: (info string, body).
-fn blocks(readme: &str, section: &str) -> Vec<(String, String)> {
-    let heading = format!("## {section}\n");
-    let start = readme
-        .find(&heading)
-        .unwrap_or_else(|| panic!("README has no section {section:?}"));
-    let rest = &readme[start + heading.len()..];
-    let body = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
-    let mut found = Vec::new();
-    let mut lines = body.lines();
-    while let Some(line) = lines.next() {
-        let Some(info) = line.trim_start().strip_prefix("```") else {
-            continue;
-        };
-        let mut code = String::new();
-        for line in lines.by_ref() {
-            if line.trim_start().starts_with("```") {
-                break;
-            }
-            code.push_str(line);
-            code.push('\n');
-        }
-        found.push((info.trim().to_owned(), code));
-    }
-    found
-}
-
-fn rust_blocks(readme: &str, section: &str) -> Vec<String> {
-    blocks(readme, section)
+/// The first Rust block of a guide page, as a reader sees it.
+fn first_rust_block(name: &str) -> String {
+    rust_blocks(&page(name))
         .into_iter()
-        .filter(|(info, _)| info.split(',').next() == Some("rust"))
-        .map(|(_, code)| code)
-        .collect()
+        .next()
+        .unwrap_or_else(|| panic!("no Rust block in the guide's {name}.md"))
 }
 
 fn non_blank_lines(code: &str) -> usize {
@@ -69,12 +47,14 @@ fn stderr(output: &Output) -> String {
 }
 
 #[test]
-fn the_readme_example_is_no_longer_than_the_typescript_seed() {
-    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
-    let example = rust_blocks(&readme, "Write a plugin");
+fn the_guide_example_is_no_longer_than_the_typescript_seed() {
     // The seed's example, then the shortest one that asks the user (`confirm`), then the
     // shortest one that runs a program (`exec`).
-    assert_eq!(example.len(), 3, "three Rust blocks in \"Write a plugin\"");
+    let example = [
+        first_rust_block("write"),
+        first_rust_block("ask"),
+        first_rust_block("exec"),
+    ];
     assert!(example[1].contains(".confirm("), "{}", example[1]);
     assert!(non_blank_lines(&example[1]) <= 20, "{}", example[1]);
     assert!(example[2].contains(".exec("), "{}", example[2]);
@@ -82,22 +62,21 @@ fn the_readme_example_is_no_longer_than_the_typescript_seed() {
     let lines = non_blank_lines(&example[0]);
     assert!(
         lines <= TYPESCRIPT_SEED_LINES,
-        "the README's batch_rename_preview has {lines} non-blank lines, the TypeScript original {TYPESCRIPT_SEED_LINES}"
+        "the guide's batch_rename_preview has {lines} non-blank lines, the TypeScript original {TYPESCRIPT_SEED_LINES}"
     );
 }
 
 #[test]
-fn the_readme_plugin_and_its_tests_build_pass_and_load() {
-    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
-    let example = rust_blocks(&readme, "Write a plugin");
-    let tests = rust_blocks(&readme, "Test a plugin");
-    assert_eq!(
-        (example.len(), tests.len()),
-        (3, 1),
-        "{example:?} {tests:?}"
-    );
-    // The dev-dependencies the README shows are the scaffold's.
-    let toml = blocks(&readme, "Test a plugin")
+fn the_guide_plugin_and_its_tests_build_pass_and_load() {
+    let example = [
+        first_rust_block("write"),
+        first_rust_block("ask"),
+        first_rust_block("exec"),
+    ];
+    let tests = rust_blocks(&page("test"));
+    assert!(tests[0].contains("mod tests"), "{}", tests[0]);
+    // The dev-dependencies the guide shows are the scaffold's.
+    let toml = blocks(&page("test"))
         .into_iter()
         .find(|(info, _)| info == "toml")
         .map(|(_, code)| code)
@@ -189,24 +168,28 @@ fn the_readme_plugin_and_its_tests_build_pass_and_load() {
 }
 
 #[test]
-fn the_readme_names_the_versions_the_crates_have() {
-    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+fn the_guide_names_the_versions_the_crates_have() {
     let api = package_version("plugin-api/Cargo.toml");
-    // Every dependency line on the API the README shows asks for this version.
+    // Every dependency line on the API the README or a guide page shows asks for this version.
     let mut seen = 0;
-    for (at, _) in readme.match_indices("xcsh-plugin-api = { version = \"") {
-        let rest = &readme[at + "xcsh-plugin-api = { version = \"".len()..];
-        let version = &rest[..rest.find('"').unwrap()];
-        assert_eq!(version, api, "README asks for xcsh-plugin-api {version}");
-        seen += 1;
+    let mut texts = vec![("README".to_owned(), readme())];
+    for name in guide::summary_pages() {
+        texts.push((name.clone(), page(&name)));
+    }
+    for (name, text) in &texts {
+        for (at, _) in text.match_indices("xcsh-plugin-api = { version = \"") {
+            let rest = &text[at + "xcsh-plugin-api = { version = \"".len()..];
+            let version = &rest[..rest.find('"').unwrap()];
+            assert_eq!(version, api, "{name} asks for xcsh-plugin-api {version}");
+            seen += 1;
+        }
     }
     assert!(seen >= 1, "no Cargo.toml snippet found");
     // The changelog's newest entry is this version, and the install notes list it.
-    let changelog = &readme[readme.find("## Changelog (`xcsh-plugin-api`)").unwrap()..];
+    let changelog = page("changelog");
     let newest = changelog.lines().find(|l| l.starts_with("- **")).unwrap();
     assert!(newest.starts_with(&format!("- **{api}**")), "{newest}");
-    let install =
-        &readme[readme.find("## Install").unwrap()..readme.find("## Write a plugin").unwrap()];
+    let install = page("install");
     assert!(install.contains(&format!("and {api}")), "{install}");
     assert!(
         install.contains(&format!("version = \"{api}\"")),
@@ -231,12 +214,12 @@ fn the_readme_names_the_versions_the_crates_have() {
     );
 }
 
-/// The README's own command lines, run as written in a shell, on the binaries and the sample
-/// plugin this workspace built: the `Install` section after its `cargo install` (which the
-/// test has no time to repeat), `Use it from the command line` and the `ast_edit` example.
+/// The README's and the guide's own command lines, run as written in a shell, on the binaries
+/// and the sample plugin this workspace built: the README's `Install` and the guide's
+/// "Install" after their `cargo install` (which the test has no time to repeat), "Pending
+/// actions and resolve" (a `call` nobody decides), the CLI reference and the `ast_edit` example.
 #[test]
-fn the_readmes_command_lines_run() {
-    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+fn the_guides_command_lines_run() {
     let scratch = tempfile::tempdir().unwrap();
     let some_dir = scratch.path().join("some-dir");
     std::fs::create_dir(&some_dir).unwrap();
@@ -257,15 +240,15 @@ fn the_readmes_command_lines_run() {
     );
     let sample = artifacts().plugin("batch-rename");
     let mut ran = 0;
-    for section in [
-        "Install",
-        "Use it from the command line",
-        "The built-in `ast_edit`",
-    ] {
-        for (info, code) in blocks(&readme, section) {
-            if info != "sh" {
-                continue;
-            }
+    let texts = [
+        section(&readme(), "## Install"),
+        page("install"),
+        page("pending"),
+        page("cli"),
+        page("ast-edit"),
+    ];
+    for text in &texts {
+        for code in guide::sh_blocks(text) {
             for line in code.replace("\\\n", " ").lines() {
                 let line = line.trim();
                 if !line.starts_with("xcsh-plugins ") {
@@ -288,7 +271,7 @@ fn the_readmes_command_lines_run() {
                     .unwrap();
                 assert!(
                     output.status.success(),
-                    "README `{line}` failed:\n{}{}",
+                    "`{line}` failed:\n{}{}",
                     String::from_utf8_lossy(&output.stdout),
                     stderr(&output)
                 );
@@ -296,9 +279,124 @@ fn the_readmes_command_lines_run() {
             }
         }
     }
-    assert!(ran >= 6, "only {ran} README command lines found");
+    assert!(ran >= 8, "only {ran} command lines found");
     // What they did: the rename applied, the ast_edit example applied.
     assert!(some_dir.join("b1.txt").exists() && some_dir.join("b2.txt").exists());
     let edited = std::fs::read_to_string(project.join("lib.rs")).unwrap();
     assert!(edited.contains("xs.iter().sum()"), "{edited}");
+}
+
+/// The README stays short, opens with the project's two commands (build and run the demo on
+/// the bundled plugins; run the tests), and every link it has into the guide leads to a page.
+#[test]
+fn the_readme_opens_with_the_two_commands_and_leads_into_the_guide() {
+    let readme = readme();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 150,
+        "the README has {lines} lines; the rest belongs in the guide"
+    );
+    let (info, first) = blocks(&readme).into_iter().next().unwrap();
+    assert_eq!(info, "sh");
+    let commands: Vec<&str> = first.lines().collect();
+    assert_eq!(commands.len(), 2, "{first}");
+    assert!(
+        commands[0].starts_with(
+            "cargo build --release --workspace && ./target/release/xcsh-plugins demo "
+        ),
+        "{first}"
+    );
+    assert!(
+        commands[1].starts_with("cargo test --workspace "),
+        "{first}"
+    );
+    assert!(
+        readme.find("```").unwrap() < readme.find("\n## ").unwrap(),
+        "the commands come before any section"
+    );
+    let mut linked = 0;
+    for (at, _) in readme.match_indices("](docs/") {
+        let rest = &readme[at + 2..];
+        let target = &rest[..rest.find(')').unwrap()];
+        let file = target.split('#').next().unwrap();
+        assert!(
+            workspace_root().join(file).is_file(),
+            "README links to {target}"
+        );
+        linked += 1;
+    }
+    assert!(linked >= 15, "only {linked} links into the guide");
+}
+
+/// Every page of the guide is in `SUMMARY.md`, exists, opens with its title, and (unless it only
+/// includes another file) is included as a doctest by `plugin-api/src/guide.rs`, so that a Rust
+/// example added to any page is compiled and run; its Rust blocks are all `rust` (never an
+/// unlabelled fence, which rustdoc would also take for Rust) or say why they do not run.
+#[test]
+fn every_guide_page_is_listed_and_its_rust_examples_are_tested() {
+    let listed = guide::summary_pages();
+    let doctests =
+        std::fs::read_to_string(workspace_root().join("plugin-api/src/guide.rs")).unwrap();
+    let mut on_disk: Vec<String> = std::fs::read_dir(guide::src_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter_map(|f| f.strip_suffix(".md").map(str::to_owned))
+        .filter(|f| f != "SUMMARY")
+        .collect();
+    on_disk.sort();
+    let mut sorted = listed.clone();
+    sorted.sort();
+    assert_eq!(sorted, on_disk, "SUMMARY.md and docs/guide/src/ differ");
+    for name in &listed {
+        let text = page(name);
+        if text.starts_with("{{#include ") {
+            continue;
+        }
+        assert!(text.starts_with("# "), "{name}.md opens with its title");
+        assert!(
+            doctests.contains(&format!("\"docs/guide/src/{name}.md\"")),
+            "plugin-api/src/guide.rs does not include {name}.md"
+        );
+        for (info, code) in blocks(&text) {
+            assert!(
+                !info.is_empty(),
+                "{name}.md has a fence without a language:\n{code}"
+            );
+            if info.starts_with("rust") && (info.contains("ignore") || info.contains("no_run")) {
+                assert!(
+                    code.trim_start().starts_with("// `"),
+                    "{name}.md: a Rust block that does not run says why first:\n{code}"
+                );
+            }
+        }
+    }
+    assert!(doctests.contains("\"README.md\""));
+}
+
+/// "Pending actions and resolve" quotes the renderer and the CLI's non-interactive discard
+/// exactly as the code has them.
+#[test]
+fn the_pending_page_quotes_the_exact_strings() {
+    let pending = page("pending");
+    assert!(pending.contains("`\"Git cleanup: delete 5 merged branches\"`"));
+    assert!(pending.contains("✔ Accept: delete 5 merged branches [Git cleanup]"));
+    let decide =
+        std::fs::read_to_string(workspace_root().join("loader/src/bin/xcsh-plugins/decide.rs"))
+            .unwrap();
+    for exact in [
+        "no decision given (non-interactive); nothing applied",
+        "input closed; nothing applied",
+    ] {
+        assert!(
+            decide.contains(&format!("\"{exact}\"")),
+            "decide.rs: {exact}"
+        );
+        assert!(
+            pending.contains(&format!("`{exact}`")),
+            "pending.md: {exact}"
+        );
+    }
+    // What the run of the CLI's own tests shows: a discarded `call` says so (the command lines
+    // test above runs the page's `call --no-input`).
+    assert!(pending.contains("xcsh-plugins call --no-input"));
 }

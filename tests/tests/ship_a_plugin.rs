@@ -1,4 +1,4 @@
-//! The README's "Ship a plugin", followed as written: its first `sh` block (`xcsh-plugins new`,
+//! The guide's "Ship and install" (`docs/guide/src/ship.md`), followed as written: its first `sh` block (`xcsh-plugins new`,
 //! `./build-plugin.sh` for this machine, `xcsh-plugins pack`, `npm publish` of every tarball)
 //! in a scratch directory, against a real local registry (verdaccio) holding this build's
 //! `@xcsh/native-plugins`; its second (`omp plugin install my-tool`) with xcsh's runtime; then
@@ -14,26 +14,14 @@ use std::process::Command;
 use xcsh_integration_tests::node::{as_installed, assert_success, path_with, upstream_runtime};
 use xcsh_integration_tests::npm_registry::Registry;
 use xcsh_integration_tests::packing::binding_packages;
-use xcsh_integration_tests::{artifacts, workspace_root};
+use xcsh_integration_tests::{artifacts, guide, workspace_root};
 
-/// The `sh` blocks of the README's `## Ship a plugin` section, in order.
+/// The `sh` blocks of the guide's "Ship and install" page (`docs/guide/src/ship.md`), in order.
 fn ship_blocks() -> Vec<String> {
-    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
-    let start = readme
-        .find("## Ship a plugin\n")
-        .expect("README has ## Ship a plugin");
-    let rest = &readme[start + 1..];
-    let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
-    let mut blocks = Vec::new();
-    let mut lines = section.lines();
-    while let Some(line) = lines.next() {
-        if line.trim() != "```sh" {
-            continue;
-        }
-        let block: Vec<&str> = lines.by_ref().take_while(|l| l.trim() != "```").collect();
-        blocks.push(block.join("\n"));
-    }
-    blocks
+    guide::sh_blocks(&guide::page("ship"))
+        .into_iter()
+        .map(|block| block.trim_end().to_owned())
+        .collect()
 }
 
 /// Where pip puts cargo-zigbuild (`.ci/check-macos` installs it there).
@@ -59,7 +47,7 @@ fn zigbuild_dir() -> Option<PathBuf> {
 }
 
 #[test]
-fn the_readme_ship_a_plugin_steps_work_as_written() {
+fn the_guide_ship_steps_work_as_written() {
     let blocks = ship_blocks();
     assert_eq!(blocks.len(), 2, "the section's sh blocks: {blocks:?}");
     assert!(
@@ -78,7 +66,7 @@ fn the_readme_ship_a_plugin_steps_work_as_written() {
         return;
     };
     // The binding is not on npm yet: its packages from this build, published first (the
-    // README's "Publish it").
+    // guide's "Publish it").
     let work = tempfile::tempdir().unwrap();
     let (main, platform) = binding_packages(&work.path().join("binding"));
     registry.publish(&platform);
@@ -122,7 +110,7 @@ fn the_readme_ship_a_plugin_steps_work_as_written() {
             .unwrap()
     };
     let output = run(&blocks[0], &author);
-    assert_success("the README's first block", &output);
+    assert_success("the guide's first block", &output);
     let published = registry.view("my-tool");
     assert_eq!(published["dist-tags"]["latest"], "0.1.0");
     assert_eq!(

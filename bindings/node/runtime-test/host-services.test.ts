@@ -2,7 +2,7 @@
 // the runtime's own UI (an extension context's `ui`, as the RPC mode and the terminal give
 // it), complete through the session's model (the runtime's mock provider), and hear every
 // session event, rebuilding their state from their earlier results after a branch and a
-// resume. The native plugins are loaded as the README says a user loads them: the same file
+// resume. The native plugins are loaded as the guide (docs/guide/src/runtime.md) says a user loads them: the same file
 // as custom tools and as an extension. Real addon, real plugins, in plugin processes and
 // in-process.
 //

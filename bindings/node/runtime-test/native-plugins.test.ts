@@ -313,7 +313,7 @@ const results = (session: any) => (session.messages as any[]).filter((message) =
 
 describe("in an agent session", () => {
   test("one agent turn: the model previews natively, the runtime steers it to xd://resolve, the files are renamed", async () => {
-    // The one file a user drops into the project: exactly the README's.
+    // The one file a user drops into the project: exactly the guide's (docs/guide/src/runtime.md).
     const cwd = project();
     fs.mkdirSync(path.join(cwd, ".omp", "tools"), { recursive: true });
     fs.writeFileSync(

@@ -1,7 +1,7 @@
 // A native tool's question in xcsh's runtime run as `omp --mode rpc` (issue 43): the question
 // arrives as an `extension_ui_request` frame on stdout, this test answers it with an
 // `extension_ui_response` frame on stdin, as an RPC client does. The native plugins are set up
-// as the README says: the file in `.omp/tools/` (custom tools) and `--extension` (the UI). The
+// as the guide (docs/guide/src/runtime.md) says: the file in `.omp/tools/` (custom tools) and `--extension` (the UI). The
 // model is the runtime's mock, registered as a provider by a test extension.
 //
 // Run by `cargo test --test upstream_runtime` (tests/tests/upstream_runtime.rs).
@@ -20,7 +20,7 @@ for (const ext of ["native-services.ts", "native-services-in-process.ts"]) {
     const root = fs.realpathSync(fs.mkdtempSync(path.join(SCRATCH_ROOT, "rpc-")));
     const cwd = path.join(root, "project");
     fs.mkdirSync(path.join(cwd, ".omp", "tools"), { recursive: true });
-    // The README's setup: the file in .omp/tools/ and the same file as an extension.
+    // The guide's setup (docs/guide/src/runtime.md): the file in .omp/tools/ and the same file as an extension.
     const native = path.join(cwd, ".omp", "tools", "native-plugins.ts");
     fs.writeFileSync(native, `export { default } from ${JSON.stringify(path.join(EXT, ext))};\n`);
     const files: string[] = [];

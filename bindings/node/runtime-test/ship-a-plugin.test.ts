@@ -1,5 +1,5 @@
-// The README's "Ship a plugin", last step: the tool `xcsh-plugins new` scaffolded, packed and
-// published, installed by the README's own command (`omp plugin install my-tool`, run by
+// The guide's "Ship and install" (docs/guide/src/ship.md), last step: the tool `xcsh-plugins new` scaffolded, packed and
+// published, installed by the guide's own command (`omp plugin install my-tool`, run by
 // tests/tests/ship_a_plugin.rs before this file), answers in a session of xcsh's runtime: its
 // `confirm` reaches the RPC client, its preview is applied through `xd://resolve`.
 //

@@ -533,7 +533,7 @@ pub fn apply_limits(policy: &SandboxPolicy) -> Result<(), SandboxError> {
     };
     set("core dump size", Resource::Core, 0)?;
     // macOS accepts `RLIMIT_AS` and does not enforce it: a limit that only looks set is not
-    // set at all there (the README's platform table says so).
+    // set at all there (the guide's platform table, docs/guide/src/install.md, says so).
     #[cfg(not(target_os = "macos"))]
     if let Some(limit) = policy.memory_limit {
         set("memory", Resource::As, limit)?;

@@ -615,22 +615,32 @@ mod tests {
         assert!(line.contains(xcsh_plugin_api::API_VERSION), "{line}");
     }
 
-    /// The README's command lines, each cut into words as a shell would (quotes, `\`
+    /// The command lines of the README and of every page of the user guide
+    /// (`docs/guide/src/*.md`), each cut into words as a shell would (quotes, `\`
     /// continuations, a trailing `# comment`, and what follows `&&`, `|`, `>`). `None` for a
     /// copy of this crate outside the repository (a published one), which has no README of the
-    /// project: it is read when the test runs rather than compiled in, so that such a copy
+    /// project: they are read when the test runs rather than compiled in, so that such a copy
     /// still builds its tests.
     fn readme_command_lines() -> Option<Vec<Vec<String>>> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
         if !root.join("Cargo.toml").is_file() {
             return None;
         }
-        let readme = std::fs::read_to_string(root.join("README.md"))
-            .expect("the repository's README.md is readable");
+        let mut docs = vec![std::fs::read_to_string(root.join("README.md"))
+            .expect("the repository's README.md is readable")];
+        let mut pages: Vec<_> = std::fs::read_dir(root.join("docs/guide/src"))
+            .expect("the repository's guide is readable")
+            .map(|entry| entry.expect("a guide page").path())
+            .filter(|path| path.extension().is_some_and(|e| e == "md"))
+            .collect();
+        pages.sort();
+        for page in pages {
+            docs.push(std::fs::read_to_string(page).expect("a guide page is readable"));
+        }
         let mut in_shell = false;
         let mut lines: Vec<String> = Vec::new();
         let mut pending = String::new();
-        for line in readme.lines() {
+        for line in docs.iter().flat_map(|doc| doc.lines()) {
             let trimmed = line.trim_start();
             if let Some(info) = trimmed.strip_prefix("```") {
                 in_shell = !in_shell && (info == "sh" || info == "bash");
@@ -684,7 +694,7 @@ mod tests {
     }
 
     #[test]
-    fn every_command_line_in_the_readme_parses() {
+    fn every_command_line_in_the_readme_and_the_guide_parses() {
         let Some(commands) = readme_command_lines() else {
             eprintln!("skipped: no repository around this crate, so no README to check");
             return;
@@ -710,7 +720,7 @@ mod tests {
             };
             if let Err(error) = parsed {
                 panic!(
-                    "README: `{}` does not parse: {error}",
+                    "README or guide: `{}` does not parse: {error}",
                     command_line.join(" ")
                 );
             }

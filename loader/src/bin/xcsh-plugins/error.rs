@@ -1,7 +1,7 @@
 //! [`CliError`]: why a command stopped before it had a report to show, and the exit code that
 //! says so.
 //!
-//! The README's exit codes: 0 success, 1 a tool error, a failed resolve or a load problem, 2
+//! The exit codes of the guide's CLI reference (docs/guide/src/cli.md): 0 success, 1 a tool error, a failed resolve or a load problem, 2
 //! bad usage. A command that gets as far as a report says 0 or 1 through the report itself;
 //! this type covers the rest: arguments the user must change (2) and failures of the machine
 //! around the command, such as an unreadable stdin or an unwritable trust file (1). `main`

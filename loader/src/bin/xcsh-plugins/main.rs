@@ -7,7 +7,7 @@
 //! The binary is a thin layer over the library: each command computes a plain report
 //! (`report`) from `xcsh_loader`'s public API and hands it to `output`, the one place that
 //! writes text or `--json`. A command that cannot produce a report returns a [`CliError`],
-//! which `main` reports once. Exit codes are the README's: 0 success, 1 a tool error, a
+//! which `main` reports once. Exit codes are the guide's (docs/guide/src/cli.md): 0 success, 1 a tool error, a
 //! failed resolve or a load problem, 2 bad usage.
 
 use std::process::ExitCode;

@@ -1,5 +1,5 @@
 //! `xcsh-plugins mcp`: serve the loaded tools over MCP on stdio with
-//! [`xcsh_loader::mcp`] (the README's "Use it from an agent (MCP)").
+//! [`xcsh_loader::mcp`] (the guide's "MCP", docs/guide/src/mcp.md).
 //!
 //! One [`xcsh_loader::Session`] (one pending-action store) lives as long as the process.
 //! What the server answers is [`xcsh_loader::mcp`]'s: tools, `resolve`, the `_meta` keys, load

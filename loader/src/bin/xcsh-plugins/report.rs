@@ -1,5 +1,5 @@
-//! The reports the commands compute: plain data, serialisable as the JSON documents the README
-//! describes for `--json`, and rendered as text by [`crate::output`].
+//! The reports the commands compute: plain data, serialisable as the JSON documents the guide's
+//! CLI reference (`docs/guide/src/cli.md`) describes for `--json`, and rendered as text by [`crate::output`].
 //!
 //! Keeping what a command found apart from how it is shown means the text and the JSON forms
 //! can never disagree, and a command is tested by what it computes. Field names are the JSON

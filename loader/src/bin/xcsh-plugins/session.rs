@@ -31,7 +31,7 @@ pub struct HostOptions {
     pub stop_idle_after: Vec<xcsh_loader::StopIdleAfter>,
 }
 
-/// The sandbox options of the command line (see the README's "Isolation").
+/// The sandbox options of the command line (see docs/guide/src/isolation.md).
 #[derive(Debug, Clone, Default)]
 pub struct SandboxOptions {
     pub allow_write: Vec<PathBuf>,
