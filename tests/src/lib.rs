@@ -268,6 +268,15 @@ fn build_frozen(dir: &str, package: &str) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("cargo reported no shared library for {package}"))
 }
 
+/// Everything a finished process printed: its stdout, then its stderr.
+pub fn printed(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
 /// Shorthand for `artifacts().plugin(package)`.
 pub fn plugin(package: &str) -> PathBuf {
     artifacts().plugin(package)

@@ -522,7 +522,9 @@ async fn a_0_6_0_plugin_pushes_and_resolves_and_retries_its_apply_in_both_isolat
             failure, "apply of fail-me failed on purpose (attempt 1)",
             "{isolation:?}"
         );
-        let (again, _) = rest.into_action(&failure).start_apply("again".into(), no_services());
+        let (again, _) = rest
+            .into_action(&failure)
+            .start_apply("again".into(), no_services());
         let again = again.await.unwrap();
         assert_eq!(
             again.joined_text(),

@@ -27,10 +27,8 @@ const factory: CustomToolFactory = pi => ({
 	}),
 
 	async execute(_toolCallId, params) {
-		// Same arguments as the Rust sample. Both fail on a real git (2.47): `--merged` takes the
-		// next argument as its commit ("malformed object name --format=..."); the fix, in both, is
-		// ["branch", "--format=%(refname:short)", "--merged"].
-		const merged = await git(pi, ["branch", "--merged", "--format=%(refname:short)"]);
+		// `--format` first: `--merged` takes the argument after it as its commit.
+		const merged = await git(pi, ["branch", "--format=%(refname:short)", "--merged"]);
 		const current = (await git(pi, ["branch", "--show-current"])).trim();
 		const keep = params.keep ?? [];
 		const branches = merged

@@ -3,7 +3,8 @@
 // hands the factory) answers the sample plugin's confirmation and a form, a question open when
 // its call is aborted is withdrawn (its dialog's signal fires), no UI means the defaults, no
 // model means `No model available to plugins in this host.`, and session events reach the
-// native tools' `on_session` with their earlier results.
+// native tools' `on_session` with their earlier results. A pending action's apply and reject
+// ask the same UI (SPEC 3.2).
 "use strict";
 
 const { test } = typeof Bun !== "undefined" ? require("bun:test") : require("node:test");
@@ -43,6 +44,31 @@ function manyFiles(cwd) {
 }
 
 for (const isolation of ["process", "in-process"]) {
+  test(`${isolation}: an action's apply and reject ask the runtime's UI (SPEC 3.2)`, { timeout: SLOW }, async () => {
+    const asked = [];
+    const notes = [];
+    const ui = {
+      confirm: async (title, message) => (asked.push([title, message]), true),
+      notify: (message) => notes.push(message),
+    };
+    const { factory, store, tools } = await load([plugin("fixture_action_context")], isolation, ui);
+    try {
+      await tools.ask_on_apply.execute("call-1", {});
+      assert.equal(store.count, 1);
+      assert.deepEqual(asked, [], "nothing asked before the apply");
+      const applied = await store.pop().apply("go");
+      assert.equal(text(applied), "has_ui=true confirmed=true echo=from-apply");
+      assert.deepEqual(asked, [["Apply", "Really apply?"]]);
+      assert.deepEqual(notes, ["applying (go)"]);
+      await tools.ask_on_apply.execute("call-2", {});
+      const rejected = await store.pop().reject("not now");
+      assert.equal(text(rejected), "rejected with has_ui=true");
+      assert.deepEqual(notes, ["applying (go)", "discarded (not now)"]);
+    } finally {
+      await factory.close();
+    }
+  });
+
   test(`${isolation}: the runtime's UI answers the sample's confirmation`, { timeout: SLOW }, async () => {
     const asked = [];
     const answers = [false, true];

@@ -106,11 +106,10 @@ fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, To
         }));
     if has_reject {
         pending = pending.with_reject(Box::new(move |reason: String, ctx| -> BoxFuture<_> {
+            // Built here, outside the future: see `action_context`.
+            let context = action_context(ctx);
             Box::pin(async move {
-                match callbacks
-                    .reject_in(reason.into(), action_context(ctx))
-                    .await
-                {
+                match callbacks.reject_in(reason.into(), context).await {
                     RResult::ROk(result) => Ok(result.into_option().map(AgentToolResult::from)),
                     RResult::RErr(message) => Err(ToolError::new(message.into_string())),
                 }
@@ -124,8 +123,10 @@ fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, To
 fn ffi_apply(action: &Arc<FfiPendingAction>) -> crate::store::ApplyFn {
     let action = Arc::clone(action);
     Box::new(move |reason: String, ctx| -> BoxFuture<_> {
+        // Built here, outside the future: see `action_context`.
+        let context = action_context(ctx);
         Box::pin(async move {
-            match action.apply_in(reason.into(), action_context(ctx)).await {
+            match action.apply_in(reason.into(), context).await {
                 RResult::ROk(result) => Ok(AgentToolResult::from(result)),
                 RResult::RErr(message) => Err(ToolError::new(message.into_string())),
             }
@@ -134,7 +135,11 @@ fn ffi_apply(action: &Arc<FfiPendingAction>) -> crate::store::ApplyFn {
 }
 
 /// The host side of the context a plugin's apply or reject gets: the services of the call
-/// that settles the action (SPEC 3.2), answered as an `execute`'s are.
+/// that settles the action (SPEC 3.2), answered as an `execute`'s are. Built when the callback
+/// is started, as `execute`'s context is when the call starts: the runtime its requests are
+/// answered on is the caller's, if it runs in one. Inside the future, a plugin process's
+/// worker (which polls with `Handle::block_on`, where tasks spawned on that runtime never run)
+/// would be taken for one.
 fn action_context(ctx: ActionContext) -> ToolContextBox {
     ToolContextFfi_TO::from_value(
         CallServices {

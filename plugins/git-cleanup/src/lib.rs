@@ -16,7 +16,7 @@ async fn git_cleanup(
     /// Branches to keep even when merged
     keep: Option<Vec<String>>,
 ) -> Result<String, PluginError> {
-    let format = ["branch", "--merged", "--format=%(refname:short)"];
+    let format = ["branch", "--format=%(refname:short)", "--merged"];
     let merged = git(&ctx, &format).await?;
     let current = git(&ctx, &["branch", "--show-current"]).await?;
     let keep = keep.unwrap_or_default();
@@ -94,7 +94,7 @@ mod tests {
             let command = run.args.join(" ");
             record.lock().unwrap().push(command.clone());
             let stdout = match command.as_str() {
-                "branch --merged --format=%(refname:short)" => merged.to_owned(),
+                "branch --format=%(refname:short) --merged" => merged.to_owned(),
                 "branch --show-current" => "main\n".to_owned(),
                 _ if command.starts_with("branch -d ") => "Deleted.\n".to_owned(),
                 other => return Err(format!("unexpected git {other}")),
@@ -172,7 +172,7 @@ mod tests {
         let error = test.call("git_cleanup", json!({})).await.unwrap_err();
         assert_eq!(
             error.to_string(),
-            "git branch --merged --format=%(refname:short) failed: fatal: not a git repository"
+            "git branch --format=%(refname:short) --merged failed: fatal: not a git repository"
         );
     }
 

@@ -416,62 +416,40 @@ fn lib_rs(ident: &str) -> String {
 
 use xcsh_plugin_api::*;
 
-tool_params! {{
-    /// The tool's parameters: the model's JSON arguments are validated against this type's
-    /// schema before `execute` runs. Doc comments become the schema's descriptions.
-    pub struct Params {{
-        /// Who to greet.
-        pub name: String,
+/// Greets someone by name; the greeting is saved to greeting.txt once resolve applies it.
+///
+/// `#[tool]` makes this function the tool `Greet` (what `export_plugin!` exports): its doc
+/// comment is the description the model reads, each parameter after `ctx` a JSON parameter
+/// (its doc comment the description; the model's arguments are checked against the schema
+/// before the function runs).
+#[tool(name = "{ident}", label = "Greet", deferrable)]
+pub async fn greet(
+    ctx: ToolContext,
+    /// Who to greet.
+    name: String,
+) -> Result<AgentToolResult, PluginError> {{
+    // Where someone can answer (a terminal, an MCP client that elicits), ask first;
+    // elsewhere `confirm` is false, so ask only when `has_ui()`.
+    let ui = ctx.ui();
+    if ui.has_ui() && !ui.confirm("Greet", format!("Greet {{name}}?")).await? {{
+        return Ok(AgentToolResult::text("Not greeted: the user said no."));
     }}
-}}
-
-/// The tool: previews a greeting, and saves it to `greeting.txt` in the session's working
-/// directory only when the model applies the preview with `resolve`.
-#[derive(Default)]
-pub struct Greet;
-
-impl CustomTool for Greet {{
-    type Params = Params;
-
-    fn name(&self) -> &str {{
-        "{ident}"
-    }}
-    fn label(&self) -> &str {{
-        "Greet"
-    }}
-    fn description(&self) -> &str {{
-        "Greets someone by name; the greeting is saved to greeting.txt once resolve applies it"
-    }}
-    fn deferrable(&self) -> bool {{
-        true
-    }}
-
-    async fn execute(
-        &self,
-        _tool_call_id: String,
-        params: Params,
-        ctx: ToolContext,
-    ) -> Result<AgentToolResult, PluginError> {{
-        // Where someone can answer (a terminal, an MCP client that elicits), ask first;
-        // elsewhere `confirm` is false, so ask only when `has_ui()`.
-        let ui = ctx.ui();
-        if ui.has_ui() && !ui.confirm("Greet", format!("Greet {{}}?", params.name)).await? {{
-            return Ok(AgentToolResult::text("Not greeted: the user said no."));
-        }}
-        let text = greeting(&params.name);
-        let (path, saved) = (ctx.resolve_path("greeting.txt"), text.clone());
-        ctx.push_pending_action(
-            CustomToolPendingAction::new("Greet: save greeting.txt", |_reason| async move {{
-                std::fs::write(&path, saved)?;
-                Ok(AgentToolResult::text(format!("Saved {{}}", path.display())))
-            }})
-            .with_reject(|reason| async move {{
-                Ok(Some(AgentToolResult::text(format!("Not saved: {{reason}}"))))
-            }})
-            .with_source_tool_name("{ident}"),
-        )?;
-        Ok(AgentToolResult::text(text))
-    }}
+    let text = greeting(&name);
+    let (path, saved) = (ctx.resolve_path("greeting.txt"), text.clone());
+    // The apply runs when the model resolves the preview; its `ctx` (the resolve call's) can
+    // ask, notify and run programs as this function's can.
+    ctx.push_pending_action(
+        CustomToolPendingAction::new_in_context("Greet: save greeting.txt", |_reason, ctx| async move {{
+            std::fs::write(&path, saved)?;
+            ctx.ui().notify("greeting.txt saved", NotifyLevel::Info).await?;
+            Ok(AgentToolResult::text(format!("Saved {{}}", path.display())))
+        }})
+        .with_reject(|reason| async move {{
+            Ok(Some(AgentToolResult::text(format!("Not saved: {{reason}}"))))
+        }})
+        .with_source_tool_name("{ident}"),
+    )?;
+    Ok(AgentToolResult::text(text))
 }}
 
 /// The tool's logic, kept plain so it is easy to test.
