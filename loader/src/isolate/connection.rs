@@ -80,6 +80,9 @@ pub(crate) struct Launch {
     pub links: SessionLinks,
     /// What the child may do; it confines itself before it loads the library.
     pub sandbox: SandboxPolicy,
+    /// The repository the working directory is in (part of it readable in `sandbox`): a
+    /// result that reads like a write there was refused gets the flag that grants it.
+    pub repository: Option<Arc<crate::sys::sandbox::EnclosingRepository>>,
     /// The session's private temporary directory, the child's `TMPDIR`.
     pub temp_dir: Option<PathBuf>,
     /// The private home's variables, over the host's (`HOME` among them).
