@@ -353,3 +353,44 @@ fn check_lists_the_read_only_parts_of_the_enclosing_repository() {
         "{json}"
     );
 }
+
+/// The MCP server builds its session as the CLI does: the same reads, the same hint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_mcp_git_reads_the_repository_and_a_refused_write_names_allow_write() {
+    use xcsh_integration_tests::mcp::{text, McpServerProcess};
+    let repo = repository();
+    if !sandboxed(&repo.sub) {
+        return;
+    }
+    let args: Vec<std::ffi::OsString> = vec![
+        "--no-default-dirs".into(),
+        "--plugin".into(),
+        plugin("fixture-programs").into(),
+        "--cwd".into(),
+        repo.sub.clone().into(),
+    ];
+    let server = McpServerProcess::start(args).await;
+    let merged = server
+        .call(
+            "run",
+            json!({"program": "git", "args": ["branch", "--merged"]}),
+        )
+        .await;
+    assert_eq!(text(&merged), "* main\n  merged\n");
+    let deleted = server
+        .call(
+            "run",
+            json!({"program": "git", "args": ["branch", "-d", "merged"]}),
+        )
+        .await;
+    let shown = text(&deleted);
+    assert!(
+        shown.ends_with(&format!(
+            "grant it with --allow-write {}",
+            repo.root.display()
+        )) && shown.contains(&format!("{}/", repo.root.join(".git").display())),
+        "{shown}"
+    );
+    assert_eq!(branches(&repo.root), "ahead\nmain\nmerged\n");
+    server.stop().await;
+}

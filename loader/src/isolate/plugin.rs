@@ -32,7 +32,6 @@ use crate::load::{CheckedFile, LoadError, LoadErrorKind};
 use crate::messages::{
     plugin_crashed, plugin_disabled, plugin_out_of_memory, PLUGIN_PROCESS_STOPPED,
 };
-use crate::plugin_log::{plugin_log, PluginLogLevel};
 use crate::store::BoxFuture;
 use crate::sys::sandbox::Confinement;
 use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec, GRACE_PERIOD};
@@ -398,24 +397,6 @@ impl IsolatedPlugin {
         IdleCheck::Stopped
     }
 
-    /// When `text` (a call's result or error) reads like a write in the read-only part of the
-    /// enclosing repository was refused, the line naming the flag that grants it, logged as
-    /// the plugin's warning. The host cannot see what the plugin's programs printed unless
-    /// the plugin passes it on (in its text, its error, or its details, where a program's
-    /// output usually goes); it looks there, and only claims what a path in it shows.
-    fn explain_refused_write(&self, text: &str) -> Option<String> {
-        let repository = self.launch.repository.as_ref()?;
-        let hint =
-            repository.write_refusal_hint(text, &self.launch.cwd, &self.launch.sandbox.writable)?;
-        plugin_log(
-            self.launch.links.log.as_ref(),
-            &self.launch.path,
-            PluginLogLevel::Warn,
-            &hint,
-        );
-        Some(hint)
-    }
-
     /// The error of a call whose child ended: the crash, and whether it disabled the plugin.
     fn crash_error(&self, connection: &Connection, tool: &str, cause: &str) -> ToolError {
         let out_of_memory = connection
@@ -431,24 +412,6 @@ impl IsolatedPlugin {
         }
         ToolError::new(message)
     }
-}
-
-/// What of a result the host reads for [`IsolatedPlugin::explain_refused_write`]: its text
-/// blocks and every string in its details (a program's `stderr`), a line each.
-fn result_text(result: &AgentToolResult) -> String {
-    fn strings<'a>(value: &'a Value, into: &mut Vec<&'a str>) {
-        match value {
-            Value::String(text) => into.push(text),
-            Value::Array(items) => items.iter().for_each(|item| strings(item, into)),
-            Value::Object(fields) => fields.values().for_each(|field| strings(field, into)),
-            _ => {}
-        }
-    }
-    let mut texts: Vec<&str> = result.texts().collect();
-    if let Some(details) = &result.details {
-        strings(details, &mut texts);
-    }
-    texts.join("\n")
 }
 
 /// A tool of an isolated plugin, as the session runs it.
@@ -500,20 +463,15 @@ impl Tool for IsolatedTool {
             // The call held the process busy; its idle time starts now.
             connection.touch();
             match end {
+                // A write the sandbox refused in the enclosing repository: the flag that
+                // grants it, in what the model reads and in the log.
                 Ok(CallEnd::Done(Ok(mut result))) => {
-                    if let Some(hint) = plugin.explain_refused_write(&result_text(&result)) {
-                        result
-                            .content
-                            .push(xcsh_plugin_api::Content::Text { text: hint });
-                    }
+                    connection.explain_in_result(&mut result);
                     Ok(result)
                 }
-                Ok(CallEnd::Done(Err(message))) => Err(ToolError::new(
-                    match plugin.explain_refused_write(&message) {
-                        Some(hint) => format!("{message}\n{hint}"),
-                        None => message,
-                    },
-                )),
+                Ok(CallEnd::Done(Err(message))) => {
+                    Err(ToolError::new(connection.explain_in_error(message)))
+                }
                 Ok(CallEnd::Gone(cause)) => Err(plugin.crash_error(&connection, &tool, &cause)),
                 Err(_) => Err(plugin.crash_error(&connection, &tool, "ended")),
             }

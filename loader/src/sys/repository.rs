@@ -638,7 +638,7 @@ mod tests {
                     main.join(".git").display()
                 ),
                 &wt.join("sub"),
-                &[wt.join("sub")],
+                std::slice::from_ref(&wt.join("sub")),
             )
             .unwrap();
         assert!(
@@ -653,14 +653,13 @@ mod tests {
         let root = repository(tmp.path());
         let cwd = root.join("sub");
         let found = EnclosingRepository::find_with_home(&cwd, None).unwrap();
+        let writable = [cwd.clone()];
         let lock = root.join(".git/refs/heads/m1.lock");
         let refused = format!(
             "error: cannot lock ref 'refs/heads/m1': Unable to create '{}': Permission denied",
             lock.display()
         );
-        let hint = found
-            .write_refusal_hint(&refused, &cwd, &[cwd.clone()])
-            .unwrap();
+        let hint = found.write_refusal_hint(&refused, &cwd, &writable).unwrap();
         assert_eq!(
             hint,
             crate::messages::read_only_in_sandbox(&lock, &root, &root)
@@ -668,16 +667,13 @@ mod tests {
         // Relative to the directory the program ran in.
         let relative = "fatal: Unable to create '../.git/index.lock': Read-only file system";
         assert!(found
-            .write_refusal_hint(relative, &cwd, &[cwd.clone()])
+            .write_refusal_hint(relative, &cwd, &writable)
             .is_some());
         // Not a refusal, not in the repository's read-only parts, or granted: nothing.
         let other = format!("Unable to create '{}': File exists", lock.display());
-        assert_eq!(found.write_refusal_hint(&other, &cwd, &[cwd.clone()]), None);
+        assert_eq!(found.write_refusal_hint(&other, &cwd, &writable), None);
         let elsewhere = "cannot open '/etc/shadow': Permission denied";
-        assert_eq!(
-            found.write_refusal_hint(elsewhere, &cwd, &[cwd.clone()]),
-            None
-        );
+        assert_eq!(found.write_refusal_hint(elsewhere, &cwd, &writable), None);
         assert_eq!(
             found.write_refusal_hint(&refused, &cwd, &[cwd.clone(), root.clone()]),
             None
