@@ -492,8 +492,10 @@ impl SessionBuilder {
         sandbox.writable.insert(0, session.cwd.clone());
         let repository = EnclosingRepository::find(&session.cwd);
         if let Some(repository) = &repository {
+            // Said at debug only: a session under a home that is a dotfiles repository
+            // would hear it every time; `check` shows it.
             if let Some(why) = &repository.withheld {
-                tracing::info!(
+                tracing::debug!(
                     "the enclosing repository {} is not readable by plugin processes: {why}",
                     repository.root.display()
                 );

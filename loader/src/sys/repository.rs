@@ -143,7 +143,7 @@ impl EnclosingRepository {
                 return Some(Self {
                     withheld: Some(format!(
                         "its top, {}, is {} home directory: its .git holds the home's files, \
-                         so none of it is readable (--allow-read grants it)",
+                         so none of it is readable (--allow-read PATH grants what a tool needs)",
                         root.display(),
                         if *home == root { "the" } else { "above the" }
                     )),
