@@ -413,13 +413,27 @@ fn repository_of(host: &HostOptions) -> Option<RepositoryReport> {
     let mut writable_dirs = vec![host.cwd.clone()];
     writable_dirs.extend(host.sandbox.allow_write.iter().cloned());
     let read_only: Vec<_> = repository.read_only(&writable_dirs).collect();
-    let mut grant: Vec<String> = Vec::new();
-    for read in &read_only {
-        let path = repository.grant_for(read).display().to_string();
-        if !grant.contains(&path) {
-            grant.push(path);
-        }
-    }
+    // Each path once, and none inside another (a linked worktree's git directory is in the
+    // common one).
+    let mut grants: Vec<&Path> = read_only
+        .iter()
+        .map(|read| repository.grant_for(read))
+        .collect();
+    grants.dedup();
+    let grant: Vec<String> = grants
+        .iter()
+        .filter(|path| {
+            !grants
+                .iter()
+                .any(|other| path.starts_with(other) && path != &other)
+        })
+        .fold(Vec::new(), |mut unique: Vec<String>, path| {
+            let shown = path.display().to_string();
+            if !unique.contains(&shown) {
+                unique.push(shown);
+            }
+            unique
+        });
     let shown = |read: &xcsh_loader::sandbox::RepositoryRead| read.path.display().to_string();
     Some(RepositoryReport {
         root: repository.root.display().to_string(),
