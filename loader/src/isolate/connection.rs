@@ -80,6 +80,9 @@ pub(crate) struct Launch {
     pub links: SessionLinks,
     /// What the child may do; it confines itself before it loads the library.
     pub sandbox: SandboxPolicy,
+    /// The repository the working directory is in (part of it readable in `sandbox`): a
+    /// result that reads like a write there was refused gets the flag that grants it.
+    pub repository: Option<Arc<crate::sys::sandbox::EnclosingRepository>>,
     /// The session's private temporary directory, the child's `TMPDIR`.
     pub temp_dir: Option<PathBuf>,
     /// The private home's variables, over the host's (`HOME` among them).
@@ -247,6 +250,16 @@ pub(super) struct Connection {
     /// The session's working directory (where an apply the child was running journals its
     /// commit).
     pub cwd: PathBuf,
+    /// What explains a write the sandbox refused in the enclosing repository.
+    refused_writes: RefusedWrites,
+}
+
+/// What a child's answers are read against for [`Connection::explain_refused_write`]: the
+/// enclosing repository, the child's writable directories, where the hint is logged.
+struct RefusedWrites {
+    repository: Option<Arc<crate::sys::sandbox::EnclosingRepository>>,
+    writable: Vec<PathBuf>,
+    log: Option<PluginLogSink>,
 }
 
 impl Drop for Connection {
@@ -266,6 +279,61 @@ impl Drop for Connection {
 }
 
 impl Connection {
+    /// When `text` (a call's or an apply's result or error) reads like a write in the
+    /// read-only part of the enclosing repository was refused, the line naming the flag that
+    /// grants it, logged as the plugin's warning. The host cannot see what the plugin's
+    /// programs printed unless the plugin passes it on (in its text, its error, or its
+    /// details, where a program's output usually goes); it looks there, and only claims what
+    /// a path in it shows.
+    pub(super) fn explain_refused_write(&self, text: &str) -> Option<String> {
+        let RefusedWrites {
+            repository,
+            writable,
+            log,
+        } = &self.refused_writes;
+        let hint = repository
+            .as_ref()?
+            .write_refusal_hint(text, &self.cwd, writable)?;
+        crate::plugin_log::plugin_log(log.as_ref(), &self.path, PluginLogLevel::Warn, &hint);
+        Some(hint)
+    }
+
+    /// [`Self::explain_refused_write`] for a result: its text blocks and every string in its
+    /// details (a program's `stderr`) are read; the hint, if any, is added as a text block
+    /// (what the model reads).
+    pub(super) fn explain_in_result(&self, result: &mut AgentToolResult) {
+        fn strings<'a>(value: &'a serde_json::Value, into: &mut Vec<&'a str>) {
+            match value {
+                serde_json::Value::String(text) => into.push(text),
+                serde_json::Value::Array(items) => {
+                    items.iter().for_each(|item| strings(item, into))
+                }
+                serde_json::Value::Object(fields) => {
+                    fields.values().for_each(|field| strings(field, into))
+                }
+                _ => {}
+            }
+        }
+        let mut texts: Vec<&str> = result.texts().collect();
+        if let Some(details) = &result.details {
+            strings(details, &mut texts);
+        }
+        if let Some(hint) = self.explain_refused_write(&texts.join("\n")) {
+            result
+                .content
+                .push(xcsh_plugin_api::Content::Text { text: hint });
+        }
+    }
+
+    /// [`Self::explain_refused_write`] for an error message: the hint, if any, on a line of
+    /// its own after it.
+    pub(super) fn explain_in_error(&self, message: String) -> String {
+        match self.explain_refused_write(&message) {
+            Some(hint) => format!("{message}\n{hint}"),
+            None => message,
+        }
+    }
+
     /// Start a child and take its handshake.
     pub(super) async fn start(launch: Launch) -> Result<(Arc<Connection>, Hello), LoadError> {
         let fail =
@@ -371,6 +439,11 @@ impl Connection {
                 last_used: Mutex::new(Instant::now()),
                 pid,
                 cwd: launch.cwd.clone(),
+                refused_writes: RefusedWrites {
+                    repository: launch.repository.clone(),
+                    writable: launch.sandbox.writable.clone(),
+                    log: launch.links.log.clone(),
+                },
             }
         });
         tokio::spawn(reap(child, containment, stops, output, Arc::clone(&shared)));

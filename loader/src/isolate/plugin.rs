@@ -463,8 +463,15 @@ impl Tool for IsolatedTool {
             // The call held the process busy; its idle time starts now.
             connection.touch();
             match end {
-                Ok(CallEnd::Done(Ok(result))) => Ok(result),
-                Ok(CallEnd::Done(Err(message))) => Err(ToolError::new(message)),
+                // A write the sandbox refused in the enclosing repository: the flag that
+                // grants it, in what the model reads and in the log.
+                Ok(CallEnd::Done(Ok(mut result))) => {
+                    connection.explain_in_result(&mut result);
+                    Ok(result)
+                }
+                Ok(CallEnd::Done(Err(message))) => {
+                    Err(ToolError::new(connection.explain_in_error(message)))
+                }
                 Ok(CallEnd::Gone(cause)) => Err(plugin.crash_error(&connection, &tool, &cause)),
                 Err(_) => Err(plugin.crash_error(&connection, &tool, "ended")),
             }

@@ -141,9 +141,15 @@ fn proxy_apply(handle: &Arc<ActionHandle>) -> ApplyFn {
                 reason,
                 facts,
             };
+            // A write the sandbox refused in the enclosing repository: the flag that grants it.
             match handle.resolve(message, true, ctx).await? {
-                Resolution::Applied { result } => Ok(result),
-                Resolution::Failed { message } => Err(ToolError::new(message)),
+                Resolution::Applied { mut result } => {
+                    handle.connection.explain_in_result(&mut result);
+                    Ok(result)
+                }
+                Resolution::Failed { message } => {
+                    Err(ToolError::new(handle.connection.explain_in_error(message)))
+                }
                 Resolution::Rejected { .. } => Err(ToolError::new(
                     "the plugin process answered apply with a reject",
                 )),
@@ -191,7 +197,9 @@ pub(super) fn proxy_action(
                 };
                 match handle.resolve(message, false, ctx).await? {
                     Resolution::Rejected { result } => Ok(result),
-                    Resolution::Failed { message } => Err(ToolError::new(message)),
+                    Resolution::Failed { message } => {
+                        Err(ToolError::new(handle.connection.explain_in_error(message)))
+                    }
                     Resolution::Applied { .. } => Err(ToolError::new(
                         "the plugin process answered reject with an apply",
                     )),

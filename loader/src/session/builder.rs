@@ -17,6 +17,8 @@ use crate::plugin_abi::InProcessDefinitions;
 use crate::plugin_log::PluginLogSink;
 use crate::resolve::steering::{SteeringMessage, SteeringQueue};
 use crate::store::{PendingActionSink, PendingActionStore};
+#[cfg(plugin_processes)]
+use crate::sys::sandbox::EnclosingRepository;
 use crate::sys::sandbox::{SandboxPolicy, DEFAULT_MAX_OPEN_FILES, DEFAULT_MEMORY_LIMIT};
 use crate::tool::Tool;
 
@@ -96,6 +98,7 @@ impl SessionBuilder {
             sandbox: SandboxPolicy {
                 writable: Vec::new(),
                 readable: Vec::new(),
+                listable: Vec::new(),
                 pass_env: Vec::new(),
                 deny_network: false,
                 memory_limit: Some(DEFAULT_MEMORY_LIMIT),
@@ -479,11 +482,29 @@ impl SessionBuilder {
     /// How this session's plugin processes start: the host executable, and the sandbox,
     /// whose writable directories are the working directory, those of [`Self::allow_write`]
     /// and a private temporary directory (made for the first child: see
-    /// [`super::isolated::PrivateDirs`]).
+    /// [`super::isolated::PrivateDirs`]). The one place the sandbox's reads of the enclosing
+    /// repository are decided (every host builds its session here): what git, cargo and npm
+    /// read above the working directory ([`EnclosingRepository`]), read-only unless an
+    /// [`Self::allow_write`] path holds it.
     #[cfg(plugin_processes)]
     fn process_settings(&self, session: &mut Session) -> ProcessSettings {
         let mut sandbox = self.sandbox.clone();
         sandbox.writable.insert(0, session.cwd.clone());
+        let repository = EnclosingRepository::find(&session.cwd);
+        if let Some(repository) = &repository {
+            // Said at debug only: a session under a home that is a dotfiles repository
+            // would hear it every time; `check` shows it.
+            if let Some(why) = &repository.withheld {
+                tracing::debug!(
+                    "the enclosing repository {} is not readable by plugin processes: {why}",
+                    repository.root.display()
+                );
+            }
+            sandbox
+                .readable
+                .extend(repository.readable().map(Path::to_path_buf));
+            sandbox.listable.extend(repository.listable.clone());
+        }
         let host = find_plugin_host(self.plugin_host.as_ref());
         // Keyed on the sandbox without the temporary directory, which is new in each session.
         let definitions = host
@@ -500,6 +521,7 @@ impl SessionBuilder {
             idle: self.idle.clone(),
             home: self.discovery.home.clone(),
             sandbox,
+            repository: repository.map(Arc::new),
             private: std::sync::OnceLock::new(),
             require_sandbox: self.require_sandbox,
             cwd: session.cwd.clone(),

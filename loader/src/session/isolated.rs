@@ -20,7 +20,7 @@ use crate::load::discovery::Candidate;
 use crate::load::open::descriptor_for_child;
 use crate::load::{LoadError, LoadErrorKind};
 use crate::sandbox::Enforcement;
-use crate::sys::sandbox::SandboxPolicy;
+use crate::sys::sandbox::{EnclosingRepository, SandboxPolicy};
 
 use super::builder::Loader;
 use super::definitions::DefinitionsCache;
@@ -33,6 +33,9 @@ pub(super) struct ProcessSettings {
     /// Its writable directories include the working directory (and, in each child's copy,
     /// the private temporary directory).
     pub(super) sandbox: SandboxPolicy,
+    /// The repository the working directory is in, whose reads `sandbox` holds: what a
+    /// refused write there is explained by.
+    pub(super) repository: Option<Arc<EnclosingRepository>>,
     /// The private temporary directory and home, made for the first child (see
     /// [`PrivateDirs`]).
     pub(super) private: std::sync::OnceLock<PrivateDirs>,
@@ -178,6 +181,7 @@ impl ProcessSettings {
             cwd: self.cwd.clone(),
             links: self.links.clone(),
             sandbox,
+            repository: self.repository.clone(),
             temp_dir,
             program_env: private.env.clone(),
             stop_idle_after: self.idle.for_plugin(file.path()),

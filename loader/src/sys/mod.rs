@@ -27,6 +27,7 @@ mod memfd;
 mod network;
 mod private_copy;
 pub mod program_home;
+pub mod repository;
 pub mod sandbox;
 #[cfg(plugin_processes)]
 pub(crate) mod spawn;

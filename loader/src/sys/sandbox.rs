@@ -23,6 +23,11 @@ use serde::{Deserialize, Serialize};
 
 /// The private home of plugin processes, and the toolchains under the user's home they read.
 pub use super::program_home::{toolchain_reads, PROGRAM_ENVIRONMENT, SECRETS, TOOLCHAIN_DIRS};
+/// The repository a session's directory is in, and what of it above that directory plugin
+/// processes read.
+pub use super::repository::{
+    EnclosingRepository, RepositoryPart, RepositoryRead, REPOSITORY_FILES,
+};
 
 /// What to allow a plugin process.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,10 +38,19 @@ pub struct SandboxPolicy {
     pub writable: Vec<PathBuf>,
     /// Files and directories (with their contents) the process may read besides
     /// [`SYSTEM_READABLE`] and `writable`: the plugin's own directory, the host executable,
-    /// and what the session allows (`--allow-read`). Everything else is refused.
+    /// what the developer tools read of the enclosing repository above the working directory
+    /// ([`EnclosingRepository`]), and what the session allows (`--allow-read`). Everything
+    /// else is refused.
     #[serde(default)]
     #[cfg_attr(unix, serde(with = "unix_paths"))]
     pub readable: Vec<PathBuf>,
+    /// Directories whose entries (and their subdirectories' entries) the process may list,
+    /// names only: none of their files may be read unless `readable` or `writable` grants
+    /// it. The enclosing repository's top, so that git can find what is untracked in it
+    /// ([`EnclosingRepository::listable`]).
+    #[serde(default)]
+    #[cfg_attr(unix, serde(with = "unix_paths"))]
+    pub listable: Vec<PathBuf>,
     /// Variables of the host's environment the process gets besides [`BASE_ENVIRONMENT`]:
     /// names, or a prefix followed by `*` (`MYTOOL_*`).
     #[serde(default)]
@@ -447,6 +461,8 @@ pub fn confine_filesystem(policy: &SandboxPolicy) -> Result<Confinement, Sandbox
             AccessFs::from_read(abi) | AccessFs::WriteFile,
         ))
         .map_err(error)?
+        .add_rules(path_beneath_rules(&policy.listable, AccessFs::ReadDir))
+        .map_err(error)?
         .add_rules(path_beneath_rules(
             &policy.writable,
             AccessFs::from_all(abi),
@@ -653,12 +669,44 @@ mod tests {
     }
 
     #[test]
+    fn a_listable_directory_shows_its_names_and_not_its_files() {
+        let listed = tempfile::tempdir().unwrap();
+        std::fs::create_dir(listed.path().join("nested")).unwrap();
+        std::fs::write(listed.path().join("nested/.env"), b"SECRET").unwrap();
+        let dir = listed.path().to_owned();
+        let policy = SandboxPolicy {
+            listable: vec![dir.clone()],
+            ..SandboxPolicy::default()
+        };
+        let (confinement, names, read) = in_confined_thread(policy, move |confinement| {
+            let names: Vec<String> = std::fs::read_dir(dir.join("nested"))
+                .map(|entries| {
+                    entries
+                        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            (confinement, names, std::fs::read(dir.join("nested/.env")))
+        });
+        if confinement.filesystem == Enforcement::None {
+            eprintln!("skipped: this kernel has no Landlock");
+            return;
+        }
+        assert_eq!(names, [".env"]);
+        assert_eq!(
+            read.unwrap_err().kind(),
+            std::io::ErrorKind::PermissionDenied
+        );
+    }
+
+    #[test]
     fn a_policy_with_non_utf8_paths_travels_as_json() {
         use std::os::unix::ffi::OsStrExt;
         let odd = PathBuf::from(OsStr::from_bytes(b"/tmp/plugins-\xff\xfe"));
         let policy = SandboxPolicy {
             writable: vec![PathBuf::from("/w"), odd.clone()],
-            readable: vec![odd],
+            readable: vec![odd.clone()],
+            listable: vec![odd],
             ..SandboxPolicy::default()
         };
         let json = serde_json::to_string(&policy).unwrap();

@@ -19,7 +19,9 @@ use xcsh_loader::{LoadError, LoadErrorKind, Session, ToolOrigin};
 use xcsh_plugin_api::ffi::ApiVersion;
 
 use crate::cli::{CwdArg, JsonArg, SandboxArgs};
-use crate::report::{Annotations, CheckReport, CheckedTool, Enforced, FileCheck, PolicyReport};
+use crate::report::{
+    Annotations, CheckReport, CheckedTool, Enforced, FileCheck, PolicyReport, RepositoryReport,
+};
 use crate::session::HostOptions;
 
 #[derive(Debug, Args)]
@@ -350,6 +352,7 @@ fn policy_of(host: &HostOptions, plugin: &Path, confined: bool) -> PolicyReport 
             reads: vec![anything.clone()],
             writes: vec![anything],
             network: "allowed (no sandbox)",
+            repository: None,
         };
     }
     let mut writes = vec![shown(&host.cwd), private.clone()];
@@ -371,6 +374,22 @@ fn policy_of(host: &HostOptions, plugin: &Path, confined: bool) -> PolicyReport 
                 .map(|dir| format!("{} (toolchain)", shown(dir))),
         );
     }
+    let repository = repository_of(host);
+    if let Some(repository) = &repository {
+        reads.extend(
+            repository
+                .listable
+                .iter()
+                .map(|root| format!("{root} (enclosing repository: names only)")),
+        );
+        reads.extend(
+            repository
+                .read_only
+                .iter()
+                .chain(&repository.writable)
+                .map(|path| format!("{path} (enclosing repository)")),
+        );
+    }
     reads.extend(host.sandbox.allow_write.iter().map(|p| shown(p)));
     reads.extend(host.sandbox.allow_read.iter().map(|p| shown(p)));
     PolicyReport {
@@ -382,5 +401,54 @@ fn policy_of(host: &HostOptions, plugin: &Path, confined: bool) -> PolicyReport 
         } else {
             "allowed"
         },
+        repository,
     }
+}
+
+/// What a plugin process may do with the repository `--cwd` is in, as the loader decides it
+/// (`EnclosingRepository`, the very function the session's sandbox is made from): its parts
+/// above `--cwd`, read-only unless an `--allow-write` path holds them.
+fn repository_of(host: &HostOptions) -> Option<RepositoryReport> {
+    let repository = xcsh_loader::sandbox::EnclosingRepository::find(&host.cwd)?;
+    let mut writable_dirs = vec![host.cwd.clone()];
+    writable_dirs.extend(host.sandbox.allow_write.iter().cloned());
+    let read_only: Vec<_> = repository.read_only(&writable_dirs).collect();
+    // Each path once, and none inside another (a linked worktree's git directory is in the
+    // common one).
+    let mut grants: Vec<&Path> = read_only
+        .iter()
+        .map(|read| repository.grant_for(read))
+        .collect();
+    grants.dedup();
+    let grant: Vec<String> = grants
+        .iter()
+        .filter(|path| {
+            !grants
+                .iter()
+                .any(|other| path.starts_with(other) && path != &other)
+        })
+        .fold(Vec::new(), |mut unique: Vec<String>, path| {
+            let shown = path.display().to_string();
+            if !unique.contains(&shown) {
+                unique.push(shown);
+            }
+            unique
+        });
+    let shown = |read: &xcsh_loader::sandbox::RepositoryRead| read.path.display().to_string();
+    Some(RepositoryReport {
+        root: repository.root.display().to_string(),
+        listable: repository
+            .listable
+            .as_ref()
+            .map(|root| root.display().to_string()),
+        writable: repository
+            .reads
+            .iter()
+            .filter(|read| !read_only.contains(read))
+            .map(shown)
+            .collect(),
+        read_only: read_only.iter().map(|read| shown(read)).collect(),
+        grant,
+        withheld: repository.withheld.clone(),
+    })
 }

@@ -93,6 +93,29 @@ pub struct PolicyReport {
     pub writes: Vec<String>,
     /// `denied` under `--deny-network`, `allowed` otherwise.
     pub network: &'static str,
+    /// The git repository `--cwd` is in, when it is in one (and the process is confined).
+    pub repository: Option<RepositoryReport>,
+}
+
+/// What a plugin process of `check` may do with the repository its working directory is in
+/// (SPEC 3.2): read its git directory and workspace files above the working directory, not
+/// write them unless `--allow-write` grants them.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RepositoryReport {
+    /// The top of its working tree.
+    pub root: String,
+    /// Where the process may list names (not read files): the top, when above the working
+    /// directory.
+    pub listable: Option<String>,
+    /// What of it above the working directory the process may read and not write.
+    pub read_only: Vec<String>,
+    /// What of it above the working directory the process may write too (`--allow-write`).
+    pub writable: Vec<String>,
+    /// The `--allow-write` paths that would make the read-only part writable.
+    pub grant: Vec<String>,
+    /// Why none of it is readable (its top is the home directory or above it), if so.
+    pub withheld: Option<String>,
 }
 
 impl From<&LoadedPlugin> for ListedPlugin {

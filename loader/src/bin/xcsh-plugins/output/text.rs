@@ -12,7 +12,7 @@ use super::Streams;
 use crate::params::{is_strict, params_of};
 use crate::report::{
     CallPreview, CheckReport, DescribeReport, FileCheck, ListReport, ListedTool, LoadWarnings,
-    Outcome, TrustReport, UntrustReport,
+    Outcome, RepositoryReport, TrustReport, UntrustReport,
 };
 
 /// A report, or part of one, that has a text form.
@@ -174,6 +174,9 @@ impl Text for FileCheck {
                 writeln!(to.out, "  reads: {}", list(&policy.reads))?;
                 writeln!(to.out, "  writes: {}", list(&policy.writes))?;
                 writeln!(to.out, "  network: {}", policy.network)?;
+                if let Some(repository) = &policy.repository {
+                    write_repository(to, repository)?;
+                }
                 let contained = self
                     .confinement
                     .as_ref()
@@ -214,6 +217,49 @@ impl Text for FileCheck {
         }
         Ok(())
     }
+}
+
+/// `check`'s line on the repository `--cwd` is in: its top, what of it above `--cwd` is
+/// read-only and how to make it writable, what is writable, or why none of it is readable.
+fn write_repository(to: &mut Streams<'_>, repository: &RepositoryReport) -> io::Result<()> {
+    let root = sanitize(&repository.root);
+    if let Some(withheld) = &repository.withheld {
+        return writeln!(
+            to.out,
+            "  enclosing repository: {root}, not readable: {}",
+            sanitize(withheld)
+        );
+    }
+    let mut parts = Vec::new();
+    if let Some(root) = &repository.listable {
+        parts.push(format!("names listable: {}", sanitize(root)));
+    }
+    if !repository.read_only.is_empty() {
+        let grants: Vec<String> = repository
+            .grant
+            .iter()
+            .map(|path| format!("--allow-write {}", sanitize(path)))
+            .collect();
+        parts.push(format!(
+            "read-only: {} (writable with {})",
+            sanitize(&repository.read_only.join(", ")),
+            grants.join(" ")
+        ));
+    }
+    if !repository.writable.is_empty() {
+        parts.push(format!(
+            "writable: {}",
+            sanitize(&repository.writable.join(", "))
+        ));
+    }
+    if parts.is_empty() {
+        parts.push("nothing of it above the working directory".to_owned());
+    }
+    writeln!(
+        to.out,
+        "  enclosing repository: {root}; {}",
+        parts.join("; ")
+    )
 }
 
 impl Text for LoadWarnings {
