@@ -43,6 +43,9 @@ pub const SESSION_ENDED: &str = "Session ended before this action was resolved."
 /// (`--no-input`, or no terminal). `--reason` replaces it.
 pub const NO_DECISION_REASON: &str = "no decision given (non-interactive); nothing applied";
 
+/// The reason `xcsh-plugins call` gives when the input closes while it asks apply/discard.
+pub const INPUT_CLOSED_REASON: &str = "input closed; nothing applied";
+
 /// The reason `xcsh-plugins call --discard` gives `resolve` (and so an action's `reject`)
 /// without `--reason`: a discard always says why, and where the decision came from.
 pub const DISCARD_FLAG_REASON: &str = "discarded with --discard";

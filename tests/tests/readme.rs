@@ -380,16 +380,15 @@ fn the_pending_page_quotes_the_exact_strings() {
     let pending = page("pending");
     assert!(pending.contains("`\"Git cleanup: delete 5 merged branches\"`"));
     assert!(pending.contains("✔ Accept: delete 5 merged branches [Git cleanup]"));
-    let decide =
-        std::fs::read_to_string(workspace_root().join("loader/src/bin/xcsh-plugins/decide.rs"))
-            .unwrap();
+    // The CLI's reasons live in the loader's one list of exact strings.
+    let decide = std::fs::read_to_string(workspace_root().join("loader/src/messages.rs")).unwrap();
     for exact in [
         "no decision given (non-interactive); nothing applied",
         "input closed; nothing applied",
     ] {
         assert!(
             decide.contains(&format!("\"{exact}\"")),
-            "decide.rs: {exact}"
+            "messages.rs: {exact}"
         );
         assert!(
             pending.contains(&format!("`{exact}`")),

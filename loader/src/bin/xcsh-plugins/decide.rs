@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, IsTerminal};
 
-use xcsh_loader::messages::{DISCARD_FLAG_REASON, NO_DECISION_REASON};
+use xcsh_loader::messages::{DISCARD_FLAG_REASON, INPUT_CLOSED_REASON, NO_DECISION_REASON};
 use xcsh_loader::render::sanitize;
 
 use crate::error::CliError;
@@ -55,10 +55,7 @@ pub fn decide(
             sanitize(label)
         ))?;
         let Some(answer) = read_answer()? else {
-            return Ok((
-                Decision::Discard,
-                "input closed; nothing applied".to_owned(),
-            ));
+            return Ok((Decision::Discard, INPUT_CLOSED_REASON.to_owned()));
         };
         let decision = match answer.to_ascii_lowercase().as_str() {
             "a" | "apply" | "y" | "yes" => Decision::Apply,
