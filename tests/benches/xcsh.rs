@@ -1,5 +1,5 @@
 //! Every benchmark of BENCHMARKS.md in one run, then one table:
-//! `cargo bench -p xcsh-integration-tests --bench xcsh [-- calls load store isolation idle ast_edit]`
+//! `cargo bench -p xcsh-integration-tests --bench xcsh [-- calls load store isolation idle macro ast_edit]`
 //! (`.ci/bench` runs this and prints the table).
 //!
 //! Criterion times each case; the table takes criterion's median of each (from its
@@ -222,6 +222,9 @@ fn main() {
     }
     if wanted("exec") {
         bench_exec(&mut bench);
+    }
+    if wanted("macro") {
+        bench_macro(&mut bench);
     }
     if wanted("ast_edit") {
         bench_ast_edit(&mut bench);
@@ -610,6 +613,91 @@ fn bench_exec(bench: &mut Bench) {
                 time(command),
                 exec.as_secs_f64() / command.as_secs_f64().max(1e-12)
             )),
+        );
+    }
+}
+
+/// Issue 52: what `#[tool]` adds to a call. `bench_macro` (written with `#[tool]`) and
+/// `bench_trait` (the same echo written by hand: `impl CustomTool` on a `tool_params!` struct)
+/// in `libfixture_bench.so`, called with the same arguments through the same session: in-process
+/// with the plugin's futures polled inline (the cheapest call, where any overhead shows most)
+/// and in a plugin process. Target: the macro's call within 1.05x of the trait's.
+fn bench_macro(bench: &mut Bench) {
+    let artifacts = release_artifacts();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let plugin = artifacts.plugin("fixture-bench");
+    let sessions = [
+        (
+            "in_process",
+            calls::plugin_session(cwd.path(), &plugin).unwrap(),
+        ),
+        (
+            "process",
+            calls::session_with(
+                xcsh_loader::Session::builder(cwd.path())
+                    .isolation(Isolation::Process)
+                    .definitions_cache(false),
+                &plugin,
+            )
+            .unwrap(),
+        ),
+    ];
+    const TOOLS: [&str; 2] = ["bench_trait", "bench_macro"];
+    async fn call(session: &xcsh_loader::Session, tool: &str) -> xcsh_loader::ToolOutcome {
+        session.call(tool, calls::echo_args()).await
+    }
+    runtime.block_on(async {
+        for (_, session) in &sessions {
+            for tool in TOOLS {
+                let outcome = call(session, tool).await;
+                assert!(!outcome.is_error, "{tool}: {}", outcome.text());
+                assert_eq!(outcome.text(), calls::ECHO_TEXT, "{tool}");
+            }
+        }
+    });
+    let mut group = bench.criterion.benchmark_group("macro");
+    group
+        .sample_size(50)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    for (mode, session) in &sessions {
+        for tool in TOOLS {
+            group.bench_function(format!("{mode}_{tool}"), |b| {
+                b.iter_custom(|iters| timed_calls(&runtime, iters, || call(session, tool)));
+            });
+        }
+    }
+    group.finish();
+    for ((mode, session), (label, calls_per_round)) in sessions.iter().zip([
+        ("in-process, polled inline", 20_000),
+        ("in a plugin process", 1_000),
+    ]) {
+        // The ratio again, from 21 alternating blocks of calls: slow drifts of the load cancel.
+        let paired = paired_ratio(
+            21,
+            || timed_calls(&runtime, calls_per_round, || call(session, "bench_trait")),
+            || timed_calls(&runtime, calls_per_round, || call(session, "bench_macro")),
+        );
+        let by_trait = bench.median("macro", &format!("{mode}_bench_trait"));
+        let by_macro = bench.median("macro", &format!("{mode}_bench_macro"));
+        let r = by_macro.as_secs_f64() / by_trait.as_secs_f64();
+        bench.rows.push(
+            Row::new(
+                "macro",
+                format!("`bench_macro` call (`#[tool]`), {label}"),
+                time(by_macro),
+            )
+            .baseline(format!(
+                "`bench_trait` (`impl CustomTool`): {}",
+                time(by_trait)
+            ))
+            .ratio("macro/trait", r)
+            .paired(paired)
+            .target("≤ 1.05", paired <= 1.05),
         );
     }
 }

@@ -15,8 +15,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use xcsh_plugin_api::{
-    export_plugin, AgentToolResult, CustomTool, CustomToolApi, CustomToolPendingAction,
-    PluginError, ToolContext, ToolSet,
+    export_plugin, tool, tool_params, AgentToolResult, CustomTool, CustomToolApi,
+    CustomToolPendingAction, PluginError, ToolContext, ToolSet,
 };
 
 /// The copy marker: `---` in this file (tools `bench_echo`, `bench_preview`), a number in a
@@ -24,12 +24,19 @@ use xcsh_plugin_api::{
 /// reads them at run time rather than folding the placeholder in.
 static COPY: [u8; 19] = *b"xcsh-bench-copy=---";
 
+/// `NNN` in copy `NNN`; `None` in this file.
+fn copy_number() -> Option<&'static str> {
+    let marker: &'static [u8; 19] = std::hint::black_box(&COPY);
+    std::str::from_utf8(&marker[16..])
+        .ok()
+        .filter(|number| number.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// `base`, or `base_NNN` in copy `NNN`.
 fn tool_name(base: &str) -> String {
-    let marker: &[u8; 19] = std::hint::black_box(&COPY);
-    match std::str::from_utf8(&marker[16..]) {
-        Ok(number) if number.bytes().all(|b| b.is_ascii_digit()) => format!("{base}_{number}"),
-        _ => base.to_owned(),
+    match copy_number() {
+        Some(number) => format!("{base}_{number}"),
+        None => base.to_owned(),
     }
 }
 
@@ -59,6 +66,47 @@ impl CustomTool for BenchEcho {
         &self,
         _id: String,
         params: EchoParams,
+        _ctx: ToolContext,
+    ) -> Result<AgentToolResult, PluginError> {
+        Ok(AgentToolResult::text(format!("echo: {}", params.text)))
+    }
+}
+
+/// Returns its text (benchmark fixture, written with `#[tool]`)
+#[tool(label = "Bench Macro")]
+async fn bench_macro(
+    /// Text to echo back.
+    text: String,
+) -> Result<String, PluginError> {
+    Ok(format!("echo: {text}"))
+}
+
+tool_params! {
+    /// Arguments: the text to echo.
+    struct TraitParams {
+        /// Text to echo back.
+        text: String,
+    }
+}
+
+/// `bench_macro` written by hand: what `#[tool]` writes for it, as an author would.
+struct BenchTrait;
+
+impl CustomTool for BenchTrait {
+    type Params = TraitParams;
+    fn name(&self) -> &str {
+        "bench_trait"
+    }
+    fn label(&self) -> &str {
+        "Bench Trait"
+    }
+    fn description(&self) -> &str {
+        "Returns its text (benchmark fixture, written by hand)"
+    }
+    async fn execute(
+        &self,
+        _id: String,
+        params: TraitParams,
         _ctx: ToolContext,
     ) -> Result<AgentToolResult, PluginError> {
         Ok(AgentToolResult::text(format!("echo: {}", params.text)))
@@ -128,7 +176,7 @@ impl CustomTool for BenchConfirm {
 }
 
 fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
-    Ok(ToolSet::new()
+    let tools = ToolSet::new()
         .with(BenchEcho {
             name: tool_name("bench_echo"),
         })
@@ -138,7 +186,13 @@ fn factory(api: &CustomToolApi) -> Result<ToolSet, PluginError> {
         })
         .with(BenchConfirm {
             name: tool_name("bench_confirm"),
-        }))
+        });
+    // Only in this file: `#[tool]` fixes its tool's name at compile time, and numbered copies
+    // are loaded side by side (their names must differ).
+    Ok(match copy_number() {
+        None => tools.with(BenchMacro).with(BenchTrait),
+        Some(_) => tools,
+    })
 }
 
 export_plugin!(factory);
