@@ -373,13 +373,11 @@ impl Session {
                 }
                 return match serde_json::from_value::<ResolveArgs>(arguments) {
                     Ok(args) => {
-                        let ctx = ActionContext {
-                            cancel: options.cancel.clone(),
-                            updates: options.updates.clone(),
-                            services: self
-                                .services
-                                .for_call_with(options.services.clone(), options.cancel.clone()),
-                        };
+                        let ctx = self.action_context(
+                            options.services.clone(),
+                            options.cancel.clone(),
+                            options.updates.clone(),
+                        );
                         run_resolve(self.store.as_deref(), args, ctx, timeout).await
                     }
                     Err(error) => ToolOutcome::error(format!(
@@ -517,12 +515,7 @@ impl Session {
                 reason: crate::messages::SESSION_ENDED.to_owned(),
             };
             // The session's own services answer what a reject asks while it closes.
-            let cancel = crate::tool::CancelToken::new();
-            let ctx = ActionContext {
-                services: self.services.for_call_with(None, cancel.clone()),
-                cancel,
-                updates: None,
-            };
+            let ctx = self.action_context(None, crate::tool::CancelToken::new(), None);
             let outcome = run_resolve(self.store.as_deref(), args, ctx, self.default_timeout).await;
             if outcome.is_error && outcome.text() == crate::messages::NO_PENDING_ACTION {
                 return outcomes;

@@ -145,15 +145,6 @@ impl ActionContext {
             updates: None,
         }
     }
-
-    /// The context of an action settled during the call `ctx`.
-    pub fn of_call(ctx: &CallContext) -> Self {
-        Self {
-            cancel: ctx.cancel.clone(),
-            updates: ctx.updates.clone(),
-            services: ctx.services.clone(),
-        }
-    }
 }
 
 impl std::fmt::Debug for ActionContext {
