@@ -213,19 +213,14 @@ impl CallServices {
     /// Answer one request of the call's plugin. `Err` is the message the plugin's request
     /// fails with.
     pub async fn request(&self, request: HostRequest) -> Result<HostReply, String> {
+        if let Some(answer) = self.notification(&request) {
+            return answer;
+        }
         let services = self.services();
         if self.cancel.is_cancelled() {
             return Err(withdrawn(&request));
         }
         match request {
-            HostRequest::Notify { message, level } => {
-                services.notify(&message, level);
-                Ok(HostReply::Done)
-            }
-            HostRequest::SetStatus { key, text } => {
-                services.set_status(&key, text.as_deref());
-                Ok(HostReply::Done)
-            }
             HostRequest::Complete { request } => {
                 if !services.can_complete() {
                     return Err(NO_MODEL.to_owned());
@@ -245,6 +240,25 @@ impl CallServices {
             ),
             question => self.ask(services, question).await,
         }
+    }
+
+    /// Show a notification or a status line now, on the caller's thread: `None` for any
+    /// other request. Nothing here waits, so a host that reads a plugin's messages in order
+    /// shows each notification before whatever the plugin sent after it (its result, say).
+    pub fn notification(&self, request: &HostRequest) -> Option<Result<HostReply, String>> {
+        let (HostRequest::Notify { .. } | HostRequest::SetStatus { .. }) = request else {
+            return None;
+        };
+        if self.cancel.is_cancelled() {
+            return Some(Err(withdrawn(request)));
+        }
+        let services = self.services();
+        match request {
+            HostRequest::Notify { message, level } => services.notify(message, *level),
+            HostRequest::SetStatus { key, text } => services.set_status(key, text.as_deref()),
+            _ => {}
+        }
+        Some(Ok(HostReply::Done))
     }
 
     async fn ask(

@@ -9,10 +9,17 @@
 //! the shared rules (defaults without a UI, one question at a time, answers checked). A
 //! question withdrawn (its call cancelled) is sent as an empty request, so `index.js` aborts
 //! the dialog.
+//!
+//! A notification or status line is acknowledged by `index.js` once the runtime has shown it;
+//! a call's answer waits for those acknowledgements ([`RuntimeHost::delivered`]), because the
+//! answer travels on another thread-safe function, whose turn on the JS thread may come
+//! first: without the wait, the runtime could see an apply's result before the "applying"
+//! notification it sent.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -60,7 +67,13 @@ pub(crate) struct RuntimeHost {
     pub(crate) facts: HostFacts,
     pub(crate) function: Arc<ServiceFunction>,
     pub(crate) answers: Arc<Answers>,
+    /// Notifications and status lines sent and not yet acknowledged.
+    pub(crate) told: Mutex<Vec<BoxFuture<Result<HostReply, ToolError>>>>,
 }
+
+/// How long a call's answer waits for the runtime to take its notifications: the JS thread
+/// answers them at once unless it is blocked, and then the answer waits for it anyway.
+const DELIVERY_WAIT: Duration = Duration::from_secs(2);
 
 /// Withdraws a request whose answer is no longer wanted (its call was cancelled).
 struct Withdraw {
@@ -114,9 +127,23 @@ impl RuntimeHost {
         })
     }
 
-    /// Send `request` and let its acknowledgement go.
+    /// Send `request`; its acknowledgement is awaited by [`RuntimeHost::delivered`].
     fn tell(&self, request: HostRequest) {
-        drop(self.send(&request));
+        let acknowledged = self.send(&request);
+        lock(&self.told).push(acknowledged);
+    }
+
+    /// Wait (at most [`DELIVERY_WAIT`]) until the runtime has taken every notification and
+    /// status line this call sent: called before the call's answer goes to JS.
+    pub(crate) async fn delivered(&self) {
+        let told = std::mem::take(&mut *lock(&self.told));
+        let all = async {
+            for acknowledged in told {
+                // A notification the runtime failed to show is not the call's failure.
+                let _ = acknowledged.await;
+            }
+        };
+        let _ = tokio::time::timeout(DELIVERY_WAIT, all).await;
     }
 }
 

@@ -36,6 +36,7 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 use xcsh_loader::resolve::{settle, settle_or_keep, ResolveAction};
+use xcsh_loader::services::HostServices;
 use xcsh_loader::tool::{ActionContext, CallOptions, CancelToken, PacedUpdates};
 use xcsh_loader::{Isolation, Session};
 
@@ -498,13 +499,17 @@ impl NativeSession {
             .as_ref()
             .map(|aborts| aborts.cancel.clone())
             .unwrap_or_default();
-        let services = call.and_then(|call| self.call_services(call, facts_json.as_deref()));
+        let host = call.and_then(|call| self.call_services(call, facts_json.as_deref()));
+        let services = host.clone().map(|host| host as Arc<dyn HostServices>);
         let ctx = match self.session() {
             Some(session) => session.action_context(services, cancel, None),
             None => ActionContext::without_services(cancel),
         };
         let outcome = self.settle_until(id, apply, reason, ctx).await;
         drop(aborts);
+        if let Some(host) = &host {
+            host.delivered().await;
+        }
         outcome
     }
 
@@ -525,7 +530,10 @@ impl NativeSession {
         }
         let session = lock(&self.shared.session).take();
         // Running calls are answered now (cancelled), whether or not their plugins stop.
-        for state in lock(&self.shared.calls).values() {
+        // Taken out of the table first: cancelling a call may poll it to its end right here
+        // (an `InlineTask` runs on its waker's thread), and its end removes it from the table.
+        let running: Vec<_> = lock(&self.shared.calls).values().cloned().collect();
+        for state in running {
             if let Some(message) = state.claim_cancelled() {
                 state.answer_claimed(&self.shared.settle, message);
             }
@@ -571,11 +579,7 @@ impl NativeSession {
     /// The runtime's services for call `call`, when the session has a service function:
     /// `facts_json` (a `HostFacts`) says whether a UI can answer and which model the session
     /// has; absent or unreadable, neither.
-    fn call_services(
-        &self,
-        call: u32,
-        facts_json: Option<&str>,
-    ) -> Option<Arc<dyn xcsh_loader::services::HostServices>> {
+    fn call_services(&self, call: u32, facts_json: Option<&str>) -> Option<Arc<host::RuntimeHost>> {
         let function = self.shared.services.as_ref()?;
         let facts = facts_json
             .and_then(|json| serde_json::from_str(json).ok())
@@ -585,6 +589,7 @@ impl NativeSession {
             facts,
             function: Arc::clone(function),
             answers: Arc::clone(&self.shared.answers),
+            told: Mutex::default(),
         }))
     }
 
@@ -757,7 +762,7 @@ async fn run_call(
     arguments: serde_json::Value,
     tool_call_id: String,
     wants_updates: bool,
-    services: Option<Arc<dyn xcsh_loader::services::HostServices>>,
+    host: Option<Arc<host::RuntimeHost>>,
 ) -> (bool, String) {
     let paced = wants_updates.then(|| {
         let updates = Arc::clone(&shared.updates);
@@ -773,11 +778,14 @@ async fn run_call(
         timeout: None,
         updates: paced.as_ref().map(PacedUpdates::sink),
         tool_call_id: Some(tool_call_id),
-        services,
+        services: host.clone().map(|host| host as Arc<dyn HostServices>),
     };
     let outcome = session.call_with(name, arguments, options).await;
     if let Some(paced) = paced {
         paced.finish().await;
+    }
+    if let Some(host) = &host {
+        host.delivered().await;
     }
     if outcome.is_error {
         return (false, outcome.text());

@@ -286,6 +286,38 @@ test("close() rejects every native action never resolved, newest first, and ends
   await factory.close();
 });
 
+test("close() while calls run answers them as cancelled and returns, in either isolation", { timeout: SLOW }, async () => {
+  for (const isolation of ["process", "in-process"]) {
+    const { factory, tools } = await load([plugin("fixture_crash")], { isolation });
+    // Each call's failure is caught as it comes (the second may fail before the first is awaited).
+    const outcome = (call) => call.then(() => new Error("resolved"), (error) => error);
+    const running = [outcome(tools.wait_for_cancel.execute("c1", {})), outcome(tools.sleep.execute("c2", {}))];
+    // Both calls have reached their plugin: a call answered from there returns first.
+    assert.equal(text(await tools.ping.execute("c3", {})), "pong");
+    const started = Date.now();
+    await factory.close();
+    for (const call of running) assert.match((await call).message, /was cancelled/, isolation);
+    assert.ok(Date.now() - started < 10_000, `${isolation}: close() took ${Date.now() - started} ms`);
+  }
+  // Closed in the same turn as the call starts, while its plugin process still starts: the
+  // cancelled call ends at once, inside close().
+  for (const isolation of ["process", "in-process"]) {
+    const { factory, tools } = await load([plugin("fixture_crash")], { isolation });
+    const call = tools.sleep.execute("c", {}).then(() => new Error("resolved"), (error) => error);
+    const started = Date.now();
+    await factory.close();
+    assert.match((await call).message, /was cancelled/, isolation);
+    assert.ok(Date.now() - started < 10_000, `${isolation}: close() took ${Date.now() - started} ms`);
+  }
+  // A call answered by its timeout still runs while its blocked plugin process is stopped
+  // (within the grace period): close() then cancels it, and must not wait on itself.
+  const { factory, tools } = await load([plugin("fixture_crash")], { timeoutMs: 300 });
+  await assert.rejects(tools.sleep.execute("c", {}), /timed out after 0\.3s/);
+  const started = Date.now();
+  await factory.close();
+  assert.ok(Date.now() - started < 10_000, `close() after a timeout took ${Date.now() - started} ms`);
+});
+
 test("a failed apply settles nothing: the action can still be rejected, or applied again when its plugin retries", { timeout: SLOW }, async () => {
   for (const isolation of ["process", "in-process"]) {
     const { factory, store, cwd, tools } = await load([plugin("batch_rename"), plugin("fixture_journal")], { isolation });

@@ -108,6 +108,11 @@ impl Reader {
             });
             return;
         };
+        // A notification is shown here, in the order the plugin sent it: before its result.
+        if let Some(reply) = services.notification(&body) {
+            connection.send(HostMessage::ServiceReply { request, reply });
+            return;
+        }
         let answer = async move {
             let reply = services.request(body).await;
             connection.send(HostMessage::ServiceReply { request, reply });
