@@ -66,9 +66,16 @@ pub fn run_with(
     let built = artifacts();
     let plugins = built.plugin("fixture-journal");
     let plugin_dir = plugins.parent().unwrap_or(Path::new("."));
+    // The JS suites make their scratch directories under `os.tmpdir()` (hundreds of MB of
+    // damaged library copies among them): one temporary directory per run, removed after it.
+    let scratch = tempfile::Builder::new()
+        .prefix("xcsh-js-")
+        .tempdir()
+        .unwrap_or_else(|error| panic!("cannot make a scratch directory: {error}"));
     Command::new(program)
         .args(args)
         .current_dir(dir)
+        .env("TMPDIR", scratch.path())
         .env("XCSH_NATIVE_PLUGINS_ADDON", built.node_addon())
         .env("XCSH_PLUGIN_HOST", built.plugin_host())
         .env("XCSH_TEST_PLUGIN_DIR", plugin_dir)
