@@ -105,7 +105,10 @@ fn exit_code<R: Report>(report: &R) -> ExitCode {
     }
 }
 
-fn run(command: Command, output: &mut Output) -> Result<ExitCode, CliError> {
+/// Run `job` on an async runtime made for it, then leave without waiting for threads still
+/// busy in plugin code that was abandoned (an in-process call that timed out while blocking).
+/// Only the commands that run tool calls make one: `list` and the others start no thread.
+fn on_runtime<T>(job: impl std::future::Future<Output = T>) -> Result<T, CliError> {
     // Two workers: while the interactive prompt of `call` blocks one, the other still sees a
     // Ctrl-C and ends the session properly (see `call`).
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -113,6 +116,12 @@ fn run(command: Command, output: &mut Output) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Failure(format!("cannot start the async runtime: {e}")))?;
+    let done = runtime.block_on(job);
+    runtime.shutdown_background();
+    Ok(done)
+}
+
+fn run(command: Command, output: &mut Output) -> Result<ExitCode, CliError> {
     let code = match command {
         Command::List(args) if args.installed => {
             package::install::list(&args.session.cwd).and_then(|report| show(output, &report))
@@ -132,7 +141,7 @@ fn run(command: Command, output: &mut Output) -> Result<ExitCode, CliError> {
         Command::Call(args) => {
             let host = HostOptions::from_session(&args.session, !args.reload.no_reload)?
                 .stopping_idle(&args.idle);
-            let report = runtime.block_on(call::run(&host, args, output))?;
+            let report = on_runtime(call::run(&host, args, output))??;
             Ok(exit_code(&report))
         }
         Command::Trust(args) => show(output, &trust::trust(args)?),
@@ -169,7 +178,7 @@ fn run(command: Command, output: &mut Output) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::New(args) => new::run(args, output.stdout()),
-        Command::Demo(args) => runtime.block_on(demo::run(args, output.stdout())),
+        Command::Demo(args) => on_runtime(demo::run(args, output.stdout()))?,
         Command::Completions(args) => {
             let mut command = cli::command();
             clap_complete::generate(args.shell, &mut command, "xcsh-plugins", output.stdout());
@@ -180,9 +189,6 @@ fn run(command: Command, output: &mut Output) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
     };
-    // Without waiting for threads still busy in plugin code that was abandoned (an in-process
-    // call that timed out while blocking).
-    runtime.shutdown_background();
     let code = code?;
     // Anything still buffered is written now, while a failure can still be reported.
     output.flush()?;
