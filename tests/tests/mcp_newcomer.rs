@@ -2,7 +2,7 @@
 //! find on the server's stderr: each plugin file that failed to load arrives as an `error`
 //! log message once the client is initialised, while the plugins that loaded are served;
 //! `--require-all-plugins` ends the server before it serves; `xcsh/pending` reads 0 when
-//! nothing is pending.
+//! nothing is pending; a plugin's notification arrives as a log message from `xcsh/notify`.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 #![allow(deprecated)] // MCP logging: deprecated by SEP-2577 in rmcp, still what clients show.
@@ -91,4 +91,53 @@ async fn require_all_plugins_ends_the_server_before_it_serves() {
         stderr.contains("--require-all-plugins is set") && stderr.contains("/nope/libx.so"),
         "{stderr}"
     );
+}
+
+/// A notification a plugin sends from its action's reject (SPEC 3.2) reaches the client as a
+/// log message from `xcsh/notify`, whether the plugin runs in its own process (where the host
+/// shows it on the thread that reads the plugin's messages) or in process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_notification_reaches_the_client_as_a_log_in_either_isolation() {
+    for isolation in ["process", "in-process"] {
+        let dir = tempfile::tempdir().unwrap();
+        let recorder = LogRecorder::default();
+        let args: Vec<OsString> = vec![
+            "--no-default-dirs".into(),
+            "--isolation".into(),
+            isolation.into(),
+            "--plugin".into(),
+            plugin("fixture-action-context").into(),
+            "--cwd".into(),
+            dir.path().into(),
+        ];
+        let server = McpServerProcess::start_with_handler(args, recorder.clone()).await;
+        let pushed = server.call("ask_on_apply", json!({})).await;
+        assert_ne!(pushed.is_error, Some(true), "{isolation}: {pushed:?}");
+        let rejected = server
+            .call("resolve", json!({"action": "discard", "reason": "not now"}))
+            .await;
+        assert_ne!(rejected.is_error, Some(true), "{isolation}: {rejected:?}");
+        let found = tokio::time::timeout(PATIENCE, async {
+            loop {
+                let messages = recorder.messages();
+                if let Some(note) = messages
+                    .into_iter()
+                    .find(|m| m.logger.as_deref() == Some("xcsh/notify"))
+                {
+                    return note;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        let note = found.unwrap_or_else(|_| {
+            panic!(
+                "{isolation}: no notification reached the client; logs: {:?}",
+                recorder.messages()
+            )
+        });
+        assert_eq!(note.level, LoggingLevel::Warning, "{isolation}");
+        assert_eq!(note.data, json!("discarded (not now)"), "{isolation}");
+        server.stop().await;
+    }
 }

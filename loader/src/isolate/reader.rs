@@ -108,19 +108,25 @@ impl Reader {
             });
             return;
         };
+        let runtime = match super::connection::background() {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                tracing::warn!("cannot answer a plugin's host request: {error}");
+                return;
+            }
+        };
         // A notification is shown here, in the order the plugin sent it: before its result.
+        // In the runtime's context, as an answer spawned on it would be: a host may hand the
+        // notification on with a task of its own (the MCP server sends it to its client so).
+        let _context = runtime.enter();
         if let Some(reply) = services.notification(&body) {
             connection.send(HostMessage::ServiceReply { request, reply });
             return;
         }
-        let answer = async move {
+        drop(runtime.spawn(async move {
             let reply = services.request(body).await;
             connection.send(HostMessage::ServiceReply { request, reply });
-        };
-        match super::connection::background() {
-            Ok(runtime) => drop(runtime.spawn(answer)),
-            Err(error) => tracing::warn!("cannot answer a plugin's host request: {error}"),
-        }
+        }));
     }
 
     fn route(&self, message: ChildMessage) {
