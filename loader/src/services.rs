@@ -246,19 +246,28 @@ impl CallServices {
     /// other request. Nothing here waits, so a host that reads a plugin's messages in order
     /// shows each notification before whatever the plugin sent after it (its result, say).
     pub fn notification(&self, request: &HostRequest) -> Option<Result<HostReply, String>> {
-        let (HostRequest::Notify { .. } | HostRequest::SetStatus { .. }) = request else {
-            return None;
-        };
-        if self.cancel.is_cancelled() {
-            return Some(Err(withdrawn(request)));
-        }
-        let services = self.services();
         match request {
-            HostRequest::Notify { message, level } => services.notify(message, *level),
-            HostRequest::SetStatus { key, text } => services.set_status(key, text.as_deref()),
-            _ => {}
+            HostRequest::Notify { message, level } => {
+                Some(self.show(request, |services| services.notify(message, *level)))
+            }
+            HostRequest::SetStatus { key, text } => Some(self.show(request, |services| {
+                services.set_status(key, text.as_deref())
+            })),
+            _ => None,
         }
-        Some(Ok(HostReply::Done))
+    }
+
+    /// Show `request` with `show`, unless the call was withdrawn.
+    fn show(
+        &self,
+        request: &HostRequest,
+        show: impl FnOnce(&dyn HostServices),
+    ) -> Result<HostReply, String> {
+        if self.cancel.is_cancelled() {
+            return Err(withdrawn(request));
+        }
+        show(&*self.services());
+        Ok(HostReply::Done)
     }
 
     async fn ask(

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)] // Test support: fails loudly on unexpected errors.
 
 use std::ffi::OsString;
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -45,6 +46,20 @@ impl McpServerProcess<()> {
     {
         Self::start_with_handler(args, ()).await
     }
+}
+
+/// The arguments of a server over one plugin, in `isolation`, at `cwd` (no default plugin
+/// directories).
+pub fn server_args(isolation: &str, plugin: &Path, cwd: &Path) -> Vec<OsString> {
+    vec![
+        "--no-default-dirs".into(),
+        "--isolation".into(),
+        isolation.into(),
+        "--plugin".into(),
+        plugin.into(),
+        "--cwd".into(),
+        cwd.into(),
+    ]
 }
 
 impl<H: ClientHandler> McpServerProcess<H> {
@@ -291,17 +306,39 @@ impl LogRecorder {
         &self,
         count: usize,
     ) -> Vec<rmcp::model::LoggingMessageNotificationParam> {
-        let arrived = tokio::time::timeout(PATIENCE, async {
-            while self.messages.lock().unwrap().len() < count {
+        let arrived = self.wait_until(|messages| messages.len() >= count).await;
+        let messages = self.messages();
+        assert!(arrived, "{count} log message(s) expected, got {messages:?}");
+        messages
+    }
+
+    /// Wait (up to [`PATIENCE`]) for the first message from `logger`; fails the test, showing
+    /// every message that came, if none did.
+    pub async fn wait_for_logger(
+        &self,
+        logger: &str,
+    ) -> rmcp::model::LoggingMessageNotificationParam {
+        let from =
+            |m: &rmcp::model::LoggingMessageNotificationParam| m.logger.as_deref() == Some(logger);
+        self.wait_until(|messages| messages.iter().any(from)).await;
+        let messages = self.messages();
+        match messages.iter().find(|m| from(m)) {
+            Some(message) => message.clone(),
+            None => panic!("no log message from {logger:?} came; logs: {messages:?}"),
+        }
+    }
+
+    /// Whether `done` held of the messages within [`PATIENCE`].
+    async fn wait_until(
+        &self,
+        done: impl Fn(&[rmcp::model::LoggingMessageNotificationParam]) -> bool,
+    ) -> bool {
+        tokio::time::timeout(PATIENCE, async {
+            while !done(&self.messages.lock().unwrap()) {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
-        .await;
-        let messages = self.messages.lock().unwrap().clone();
-        assert!(
-            arrived.is_ok(),
-            "{count} log message(s) expected, got {messages:?}"
-        );
-        messages
+        .await
+        .is_ok()
     }
 }

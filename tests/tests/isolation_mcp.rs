@@ -4,28 +4,18 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
-use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{Peer, RoleClient};
-use xcsh_integration_tests::mcp::{text, McpServerProcess, PATIENCE};
+use xcsh_integration_tests::mcp::{server_args, text, McpServerProcess, PATIENCE};
 use xcsh_integration_tests::plugin;
 
 type Server = McpServerProcess;
 
 async fn start(cwd: &Path, isolation: &str) -> Server {
-    let args: Vec<OsString> = vec![
-        "--no-default-dirs".into(),
-        "--isolation".into(),
-        isolation.into(),
-        "--plugin".into(),
-        plugin("fixture-crash").into(),
-        "--cwd".into(),
-        cwd.into(),
-    ];
-    McpServerProcess::start(args).await
+    McpServerProcess::start(server_args(isolation, &plugin("fixture-crash"), cwd)).await
 }
 
 /// `tools/call` without arguments; `Err` when it takes longer than [`PATIENCE`].

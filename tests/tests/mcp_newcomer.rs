@@ -12,7 +12,7 @@ use std::process::Stdio;
 
 use rmcp::model::LoggingLevel;
 use serde_json::json;
-use xcsh_integration_tests::mcp::{LogRecorder, McpServerProcess, PATIENCE};
+use xcsh_integration_tests::mcp::{server_args, LogRecorder, McpServerProcess, PATIENCE};
 use xcsh_integration_tests::{artifacts, plugin};
 
 fn args(dir: &std::path::Path, extra: &[&str]) -> Vec<OsString> {
@@ -101,15 +101,7 @@ async fn a_plugins_notification_reaches_the_client_as_a_log_in_either_isolation(
     for isolation in ["process", "in-process"] {
         let dir = tempfile::tempdir().unwrap();
         let recorder = LogRecorder::default();
-        let args: Vec<OsString> = vec![
-            "--no-default-dirs".into(),
-            "--isolation".into(),
-            isolation.into(),
-            "--plugin".into(),
-            plugin("fixture-action-context").into(),
-            "--cwd".into(),
-            dir.path().into(),
-        ];
+        let args = server_args(isolation, &plugin("fixture-action-context"), dir.path());
         let server = McpServerProcess::start_with_handler(args, recorder.clone()).await;
         let pushed = server.call("ask_on_apply", json!({})).await;
         assert_ne!(pushed.is_error, Some(true), "{isolation}: {pushed:?}");
@@ -117,25 +109,7 @@ async fn a_plugins_notification_reaches_the_client_as_a_log_in_either_isolation(
             .call("resolve", json!({"action": "discard", "reason": "not now"}))
             .await;
         assert_ne!(rejected.is_error, Some(true), "{isolation}: {rejected:?}");
-        let found = tokio::time::timeout(PATIENCE, async {
-            loop {
-                let messages = recorder.messages();
-                if let Some(note) = messages
-                    .into_iter()
-                    .find(|m| m.logger.as_deref() == Some("xcsh/notify"))
-                {
-                    return note;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-        })
-        .await;
-        let note = found.unwrap_or_else(|_| {
-            panic!(
-                "{isolation}: no notification reached the client; logs: {:?}",
-                recorder.messages()
-            )
-        });
+        let note = recorder.wait_for_logger("xcsh/notify").await;
         assert_eq!(note.level, LoggingLevel::Warning, "{isolation}");
         assert_eq!(note.data, json!("discarded (not now)"), "{isolation}");
         server.stop().await;

@@ -30,6 +30,7 @@ pub(crate) mod safety;
 pub mod trust;
 
 pub use error::{LoadError, LoadErrorKind};
+pub(crate) use open::init_compiled_in_root_module;
 pub use open::{
     host_api_version, load_checked, load_library, oldest_supported_api_version, CheckedFile,
     PluginLibrary,

@@ -404,6 +404,21 @@ fn init_root_module(
     unsafe { header.init_root_module_with_unchecked_layout::<PluginModuleRef>() }
 }
 
+/// Initialise the root module of a plugin compiled into this binary (the built-in `ast_edit`):
+/// abi_stable's version check runs, the layout walk does not (issue 53: it was about 2 % of a
+/// one-file `ast_edit` run's samples, spent proving a binary's layout equal to itself).
+pub(crate) fn init_compiled_in_root_module(
+    header: &LibHeader,
+) -> Result<PluginModuleRef, LibraryError> {
+    // SAFETY: `init_root_module_with_unchecked_layout` requires `PluginModuleRef` to have the
+    // layout of the header's root module. The header was made in this process by
+    // `lib_header::<F>()` from a factory compiled into this same binary, against this same
+    // `xcsh-plugin-api` crate: its root module *is* a `PluginModuleRef` built by this build's
+    // code, so the two layouts are one type's, equal by construction. (A loaded library's
+    // header, which another build made, goes through `init_root_module` above instead.)
+    unsafe { header.init_root_module_with_unchecked_layout::<PluginModuleRef>() }
+}
+
 /// Check, open and load the library at `path`: [`CheckedFile::read`], then [`load_checked`].
 /// Loading runs the library's constructors, so only call this on files you trust.
 pub fn load_library(path: &Path) -> Result<PluginLibrary, LoadError> {

@@ -2,8 +2,8 @@
 //! `xcsh-plugin-api` like any plugin, and run through the same plugin ABI, without `dlopen`.
 //!
 //! The root module is built in process from the plugin's factory (the same `lib_header` the
-//! exported static of `export_plugin!` holds), checked by abi_stable like a loaded library's,
-//! and its tools are wrapped like a loaded plugin's, with [`ToolOrigin::Builtin`]. That keeps
+//! exported static of `export_plugin!` holds), its version checked by abi_stable like a loaded
+//! library's (its layout is this binary's own, so it is not walked: issue 53), and its tools are wrapped like a loaded plugin's, with [`ToolOrigin::Builtin`]. That keeps
 //! one path for every tool: what a built-in can do, a plugin can do, and the other way round.
 
 use std::path::{Path, PathBuf};
@@ -42,8 +42,7 @@ pub struct BuiltinPluginTool {
 /// Instantiate a compiled-in plugin factory `F` through the plugin ABI, without `dlopen`.
 pub fn builtin_plugin_tools<F: PluginFactory>() -> Result<Vec<Arc<dyn Tool>>, LoadError> {
     let header: LibHeader = lib_header::<F>();
-    let module = header
-        .init_root_module::<PluginModuleRef>()
+    let module = crate::load::init_compiled_in_root_module(&header)
         .map_err(|error| factory_error(error.to_string()))?;
     // The specs come from one instantiation without a store; its tools are then dropped.
     let defs = create_builtin(module, Path::new(""), None)?;
@@ -117,4 +116,19 @@ pub fn ast_edit_tool() -> Result<Arc<dyn Tool>, LoadError> {
     builtin_plugin_tools::<xcsh_ast_edit::AstEditPlugin>()?
         .pop()
         .ok_or_else(|| factory_error("the ast_edit plugin made no tool".to_owned()))
+}
+
+#[cfg(all(test, feature = "ast-edit"))]
+mod tests {
+    /// A built-in's schema is compiled on its first call, not when it is registered (see the
+    /// session's registry): this is where a schema that does not compile would be caught.
+    #[test]
+    fn the_builtin_ast_edits_schema_compiles() {
+        let tool = super::ast_edit_tool().expect("the built-in ast_edit is made");
+        let spec = tool.spec();
+        assert_eq!(spec.name, "ast_edit");
+        if let Err(cause) = xcsh_plugin_api::checks::compile_schema(&spec.parameters) {
+            panic!("ast_edit's schema does not compile: {cause}");
+        }
+    }
 }

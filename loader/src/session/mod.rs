@@ -403,7 +403,11 @@ impl Session {
             Ok(registered) => registered,
             Err(message) => return ToolOutcome::error(message),
         };
-        if let Err(message) = check_arguments(name, &registered.validator, &mut arguments) {
+        let validator = match registered.validator() {
+            Ok(validator) => validator,
+            Err(message) => return ToolOutcome::error(message),
+        };
+        if let Err(message) = check_arguments(name, validator, &mut arguments) {
             return ToolOutcome::error(message);
         }
         let ctx = CallContext {

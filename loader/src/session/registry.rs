@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use xcsh_plugin_api::checks::{check_tool_name, compile_schema};
 
@@ -17,7 +17,32 @@ use crate::tool::{Tool, ToolOrigin, ToolSpec};
 /// One tool, ready to call.
 pub(super) struct Registered {
     pub(super) tool: Arc<dyn Tool>,
-    pub(super) validator: jsonschema::Validator,
+    /// Its compiled argument schema. A plugin's is compiled when the tool is registered, so a
+    /// schema that does not compile refuses the tool at load time. A built-in's is compiled on
+    /// its first call: its schema is fixed at build time (its tests compile it), and a session
+    /// that never calls it should not pay for it (issue 53: a quarter of a small call's own
+    /// work was `ast_edit`'s schema).
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+impl Registered {
+    /// The tool's compiled argument schema, compiling it on first use.
+    pub(super) fn validator(&self) -> Result<&jsonschema::Validator, String> {
+        self.validator
+            .get_or_init(|| compile_schema(&self.tool.spec().parameters))
+            .as_ref()
+            .map_err(|cause| {
+                let spec = self.tool.spec();
+                LoadError::new(
+                    origin_path(spec),
+                    LoadErrorKind::InvalidSchema {
+                        tool: spec.name.clone(),
+                        cause: cause.clone(),
+                    },
+                )
+                .to_string()
+            })
+    }
 }
 
 /// The session's tools, in registration order (built-ins, then plugins in discovery order).
@@ -75,15 +100,19 @@ impl Registry {
                 },
             ));
         }
-        let validator = compile_schema(&spec.parameters).map_err(|cause| {
-            LoadError::new(
-                path.clone(),
-                LoadErrorKind::InvalidSchema {
-                    tool: spec.name.clone(),
-                    cause,
-                },
-            )
-        })?;
+        let validator = OnceLock::new();
+        if spec.origin != ToolOrigin::Builtin {
+            let compiled = compile_schema(&spec.parameters).map_err(|cause| {
+                LoadError::new(
+                    path.clone(),
+                    LoadErrorKind::InvalidSchema {
+                        tool: spec.name.clone(),
+                        cause,
+                    },
+                )
+            })?;
+            let _ = validator.set(Ok(compiled));
+        }
         Ok(Registered { tool, validator })
     }
 
