@@ -104,8 +104,10 @@ fn check_file(file: &PlannedFile) -> Checked {
 
 /// Run `work` on every item on one thread per core; results in item order.
 fn in_parallel<'a, T: Sync, R: Send>(items: &'a [T], work: impl Fn(&'a T) -> R + Sync) -> Vec<R> {
-    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-    let threads = cores.min(items.len());
+    if items.len() <= 1 {
+        return items.iter().map(work).collect();
+    }
+    let threads = crate::cores().min(items.len());
     if threads <= 1 {
         return items.iter().map(work).collect();
     }

@@ -9,7 +9,6 @@
 //! text.
 
 use std::collections::HashMap;
-use std::num::NonZero;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -319,10 +318,10 @@ pub fn search_all(
     compiled: &Compiled,
     cancel: &CancelToken,
 ) -> Option<Vec<Outcome>> {
-    let threads = std::thread::available_parallelism()
-        .map_or(2, NonZero::get)
-        .min(files.len())
-        .max(1);
+    let threads = match files.len() {
+        0 | 1 => 1,
+        many => crate::cores().min(many),
+    };
     let next = AtomicUsize::new(0);
     let work = || {
         let mut done = Vec::new();

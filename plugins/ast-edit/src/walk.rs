@@ -10,7 +10,6 @@
 //! like any other, as xcsh's own `astEdit` searches them (a `.eslintrc.js` is code too).
 //! Explicitly named files are always taken.
 
-use std::num::NonZero;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -267,7 +266,7 @@ fn walk(
     cancel: &CancelToken,
     found: &mut Found,
 ) {
-    let threads = std::thread::available_parallelism().map_or(2, NonZero::get);
+    let threads = crate::cores();
     let files = Mutex::new(Vec::new());
     let problems = Mutex::new(Vec::new());
     let skipped = AtomicUsize::new(0);
