@@ -31,17 +31,7 @@ impl Registered {
         self.validator
             .get_or_init(|| compile_schema(&self.tool.spec().parameters))
             .as_ref()
-            .map_err(|cause| {
-                let spec = self.tool.spec();
-                LoadError::new(
-                    origin_path(spec),
-                    LoadErrorKind::InvalidSchema {
-                        tool: spec.name.clone(),
-                        cause: cause.clone(),
-                    },
-                )
-                .to_string()
-            })
+            .map_err(|cause| invalid_schema(self.tool.spec(), cause.clone()).to_string())
     }
 }
 
@@ -60,6 +50,17 @@ fn origin_path(spec: &ToolSpec) -> PathBuf {
         ToolOrigin::Plugin(path) => path.clone(),
         ToolOrigin::Builtin => PathBuf::from("<builtin>"),
     }
+}
+
+/// The error refusing `spec`'s tool because its argument schema does not compile.
+fn invalid_schema(spec: &ToolSpec, cause: String) -> LoadError {
+    LoadError::new(
+        origin_path(spec),
+        LoadErrorKind::InvalidSchema {
+            tool: spec.name.clone(),
+            cause,
+        },
+    )
 }
 
 impl Registry {
@@ -102,15 +103,8 @@ impl Registry {
         }
         let validator = OnceLock::new();
         if spec.origin != ToolOrigin::Builtin {
-            let compiled = compile_schema(&spec.parameters).map_err(|cause| {
-                LoadError::new(
-                    path.clone(),
-                    LoadErrorKind::InvalidSchema {
-                        tool: spec.name.clone(),
-                        cause,
-                    },
-                )
-            })?;
+            let compiled =
+                compile_schema(&spec.parameters).map_err(|cause| invalid_schema(spec, cause))?;
             let _ = validator.set(Ok(compiled));
         }
         Ok(Registered { tool, validator })
