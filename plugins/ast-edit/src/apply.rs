@@ -104,10 +104,11 @@ fn check_file(file: &PlannedFile) -> Checked {
 
 /// Run `work` on every item on one thread per core; results in item order.
 fn in_parallel<'a, T: Sync, R: Send>(items: &'a [T], work: impl Fn(&'a T) -> R + Sync) -> Vec<R> {
-    if items.len() <= 1 {
-        return items.iter().map(work).collect();
-    }
-    let threads = crate::cores().min(items.len());
+    // One file never asks the machine's parallelism (a cgroup read), nor spawns.
+    let threads = match items.len() {
+        0 | 1 => 1,
+        many => crate::cores().min(many),
+    };
     if threads <= 1 {
         return items.iter().map(work).collect();
     }
