@@ -3,8 +3,9 @@
 //!
 //! The root module is built in process from the plugin's factory (the same `lib_header` the
 //! exported static of `export_plugin!` holds), its version checked by abi_stable like a loaded
-//! library's (its layout is this binary's own, so it is not walked: issue 53), and its tools are wrapped like a loaded plugin's, with [`ToolOrigin::Builtin`]. That keeps
-//! one path for every tool: what a built-in can do, a plugin can do, and the other way round.
+//! library's (its layout is this binary's own, so it is not walked: issue 53), and its tools
+//! are wrapped like a loaded plugin's, with [`ToolOrigin::Builtin`]. That keeps one path for
+//! every tool: what a built-in can do, a plugin can do, and the other way round.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
