@@ -449,6 +449,10 @@ mod tests {
         let bad = json!({"type": "object", "properties": {"x": {"type": 12}}});
         let message = compile_schema(&bad).expect_err("a type of 12 is not a schema");
         assert!(message.contains("12"), "{message}");
+        // Annotations are never compiled: only the meta-schema can refuse a description of 12.
+        let annotation = json!({"type": "object", "properties": {"x": {"description": 12}}});
+        let message = compile_schema(&annotation).expect_err("a description must be a string");
+        assert!(message.contains("12"), "{message}");
         let pattern = json!({"type": "object", "properties": {"x": {"pattern": "("}}});
         assert!(
             compile_schema(&pattern).is_err(),
