@@ -277,6 +277,16 @@ pub fn printed(output: &std::process::Output) -> String {
     )
 }
 
+/// Whether `xcsh-plugins list`'s output (`listed`) says plugin processes are confined by
+/// Landlock; when not, says on stderr that the calling test is skipped, and why.
+pub fn landlock_confines(listed: &str) -> bool {
+    let confined = listed.contains("sandbox: landlock v");
+    if !confined {
+        eprintln!("skipped: this kernel has no Landlock\n{listed}");
+    }
+    confined
+}
+
 /// Shorthand for `artifacts().plugin(package)`.
 pub fn plugin(package: &str) -> PathBuf {
     artifacts().plugin(package)

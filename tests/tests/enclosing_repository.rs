@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
-use xcsh_integration_tests::{artifacts, plugin};
+use xcsh_integration_tests::{artifacts, landlock_confines, plugin};
 
 /// A repository with a Cargo workspace at its top, its members `sub` (the session's
 /// directory) and `crates/other`, a `.env` holding a secret, an untracked `notes/todo.txt`,
@@ -154,12 +154,7 @@ fn plugin_git(cwd: &Path, extra: &[&str], args: &[&str]) -> (Value, Vec<String>,
 
 fn sandboxed(cwd: &Path) -> bool {
     let listed = cli(cwd, &["list"]).output().unwrap();
-    let text = String::from_utf8_lossy(&listed.stdout).into_owned();
-    if !text.contains("sandbox: landlock v") {
-        eprintln!("skipped: this kernel has no Landlock\n{text}");
-        return false;
-    }
-    true
+    landlock_confines(&String::from_utf8_lossy(&listed.stdout))
 }
 
 fn branches(root: &Path) -> String {

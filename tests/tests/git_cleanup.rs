@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use xcsh_integration_tests::{artifacts, plugin, printed};
+use xcsh_integration_tests::{artifacts, landlock_confines, plugin, printed};
 
 /// Run git in `dir`; its output, or a panic with what it said.
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -85,12 +85,7 @@ fn cleanup(repo: &Path, options: &[&str], decision: &[&str]) -> (i32, String) {
 
 /// Whether this kernel confines plugin processes (`list` says `landlock v`).
 fn sandboxed(repo: &Path) -> bool {
-    let (_, listed) = cli(repo, &["list"]);
-    let confined = listed.contains("sandbox: landlock v");
-    if !confined {
-        eprintln!("skipped: this kernel has no Landlock\n{listed}");
-    }
-    confined
+    landlock_confines(&cli(repo, &["list"]).1)
 }
 
 const EVERY_BRANCH: [&str; 4] = ["m1", "m2", "main", "u1"];

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use xcsh_integration_tests::{artifacts, plugin};
+use xcsh_integration_tests::{artifacts, landlock_confines, plugin};
 use xcsh_loader::{CallOptions, CancelToken, Isolation, Session, ToolOutcome};
 
 /// Secret files under the home, as tests make them (relative path, content).
@@ -133,12 +133,7 @@ fn run(home: &Path, cwd: &Path, via: &str, program: &str, args: &[&str]) -> Valu
 
 fn sandboxed(home: &Path, cwd: &Path) -> bool {
     let listed = cli(home, cwd, &["list"]).output().unwrap();
-    let text = String::from_utf8_lossy(&listed.stdout).into_owned();
-    if !text.contains("sandbox: landlock v") {
-        eprintln!("skipped: this kernel has no Landlock\n{text}");
-        return false;
-    }
-    true
+    landlock_confines(&String::from_utf8_lossy(&listed.stdout))
 }
 
 fn git(cwd: &Path, args: &[&str]) {

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use xcsh_integration_tests::{artifacts, plugin};
+use xcsh_integration_tests::{artifacts, landlock_confines, plugin};
 
 fn command(cwd: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(artifacts().cli());
@@ -52,12 +52,7 @@ fn call(cwd: &Path, extra: &[&str], tool: &str, arguments: serde_json::Value) ->
 
 /// Whether this kernel confines plugin processes (`list` says `landlock v`).
 fn sandboxed(cwd: &Path) -> bool {
-    let listed = text(&run(cwd, &["list"]));
-    let confined = listed.contains("sandbox: landlock v");
-    if !confined {
-        eprintln!("skipped: this kernel has no Landlock\n{listed}");
-    }
-    confined
+    landlock_confines(&text(&run(cwd, &["list"])))
 }
 
 #[test]
