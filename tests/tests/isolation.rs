@@ -274,6 +274,43 @@ fn in_process_a_blocking_tool_is_abandoned_at_the_timeout() {
     runtime.shutdown_background();
 }
 
+/// The built-in `ast_edit` searches on the thread its call is polled on, not on one of its
+/// own: a timeout still returns control, and the search stops at the cancellation it watches,
+/// so that thread is free soon after (dropping the runtime waits for it).
+#[test]
+fn a_cut_ast_edit_preview_stops_its_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = "export const v = foo(bar(1), baz(2));\n".repeat(200);
+    for i in 0..3000 {
+        std::fs::write(dir.path().join(format!("m{i:04}.ts")), &line).unwrap();
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    runtime.block_on(async {
+        let session = Session::builder(dir.path())
+            .default_dirs(false)
+            .builtin(xcsh_loader::ast_edit_tool().unwrap())
+            .build();
+        let ops = json!({"ops": [{"pat": "foo($A)", "out": "qux($A)"}]});
+        let outcome = session
+            .call_with("ast_edit", ops, timeout(Duration::from_millis(100)))
+            .await;
+        assert_eq!(outcome.text(), "Tool \"ast_edit\" timed out after 0.1s");
+        assert!(!session.has_pending(), "a cut preview defers nothing");
+    });
+    drop(runtime);
+    // The whole search takes over 20 s in a debug build, about 1 s in a release build.
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
 #[tokio::test]
 async fn a_child_that_sends_a_malformed_frame_is_killed_and_counted_as_crashed() {
     let dir = tempfile::tempdir().unwrap();

@@ -268,21 +268,24 @@ fn per_file_actions(plan: Plan) -> Vec<CustomToolPendingAction> {
         .collect()
 }
 
+/// Run `work`, turning a panic into an error instead of letting it unwind.
+fn guarded<T>(work: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_owned());
+        Err(format!("ast_edit failed internally: {message}"))
+    })
+}
+
 /// Run blocking work off the async runtime (inline when there is none), turning a panic into
 /// an error instead of letting it unwind.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, String> + Send + 'static,
 ) -> Result<T, PluginError> {
-    let guarded = move || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            Err(format!("ast_edit failed internally: {message}"))
-        })
-    };
+    let guarded = move || guarded(work);
     let result = match tokio::runtime::Handle::try_current() {
         Ok(handle) => handle
             .spawn_blocking(guarded)
@@ -322,7 +325,11 @@ impl CustomTool for AstEditTool {
         let per_file = checked.per_file;
         let cwd = self.api.cwd().to_owned();
         let cancel = CancelToken(Some(Arc::new(ctx)));
-        let previewed = blocking(move || run_preview(&cwd, checked, &cancel)).await?;
+        // Inline, not `blocking`: a host polls each call on a thread of its own (the loader's
+        // `offload`), and the walk and the search watch `cancel`. A second thread here cost a
+        // one-file preview about a tenth of its run (issue 53).
+        let previewed =
+            guarded(|| run_preview(&cwd, checked, &cancel)).map_err(PluginError::new)?;
         let Previewed {
             text,
             details,
