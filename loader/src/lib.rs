@@ -60,6 +60,7 @@ pub mod resolve;
 pub mod services;
 pub mod session;
 pub mod store;
+mod sync;
 mod sys;
 pub mod tool;
 

@@ -400,7 +400,7 @@ impl McpServer {
 
     /// What `tools/list` answers now.
     fn listing(&self) -> Listing {
-        let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+        let mut listing = crate::sync::lock(&self.listing);
         if listing.generation != self.session.tools_generation() {
             *listing = Listing::of(&self.session);
         }

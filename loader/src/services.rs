@@ -141,12 +141,12 @@ impl SessionServices {
 
     /// The services now.
     fn services(&self) -> Arc<dyn HostServices> {
-        Arc::clone(&self.current.read().unwrap_or_else(|p| p.into_inner()))
+        Arc::clone(&crate::sync::read(&self.current))
     }
 
     /// Answer with `services` from now on (calls already asking keep theirs).
     pub(crate) fn replace(&self, services: Arc<dyn HostServices>) {
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = services;
+        *crate::sync::write(&self.current) = services;
     }
 
     /// The services of one call, withdrawn when `cancel` fires: answered by `answering` when

@@ -7,11 +7,12 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::Value;
 use xcsh_plugin_api::AgentToolResult;
 
+use crate::sync::lock;
 use xcsh_plugin_api::PluginError as ToolError;
 
 pub use crate::tool::ActionContext;
@@ -291,14 +292,6 @@ impl Default for PendingActionStore {
     fn default() -> Self {
         Self::new()
     }
-}
-
-/// Lock, recovering from poisoning: the stack is a plain Vec and stays consistent even if a
-/// thread panicked while holding the lock, and losing actions would break the contract.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl PendingActionStore {

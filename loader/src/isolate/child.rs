@@ -36,6 +36,7 @@ use crate::load::open::load_inherited;
 use crate::plugin_abi::{instantiate, KeepAliveSink, PluginTool, PushSink};
 use crate::plugin_log::PluginLogSink;
 use crate::store::PendingAction;
+use crate::sync::lock;
 use crate::sys::sandbox::{apply_limits, Confinement, SandboxPolicy};
 use crate::sys::spawn::{
     die_with_parent, parent_is, take_link, take_plugin, ChildRead, ChildWrite,
@@ -508,10 +509,6 @@ fn execute(
         Some(Err(error)) => Err(error.message().to_owned()),
         None => Err("the call was cancelled".to_owned()),
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Load the plugin and run its factory, with pushes and log lines going to the host.

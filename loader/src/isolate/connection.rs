@@ -29,6 +29,7 @@ use super::protocol::{
 use crate::load::{LoadError, LoadErrorKind};
 use crate::plugin_log::{PluginLogLevel, PluginLogSink};
 use crate::store::PendingActionSink;
+use crate::sync::lock;
 use crate::sys::sandbox::{Confinement, SandboxPolicy};
 use crate::sys::spawn::{describe_exit, hand_over, tokio_child_id, Containment, HostWrite};
 use crate::tool::{ActionContext, CancelToken, UpdateSink, GRACE_PERIOD};
@@ -227,10 +228,6 @@ pub(super) struct Shared {
     ended_signal: CancelToken,
     /// The plugin asked not to be stopped while idle (`CustomToolApi::keep_alive`).
     pub(super) keep_alive: AtomicBool,
-}
-
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The host's handle on one running child. Dropping the last handle shuts the child down.

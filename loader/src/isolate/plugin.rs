@@ -33,6 +33,7 @@ use crate::messages::{
     plugin_crashed, plugin_disabled, plugin_out_of_memory, PLUGIN_PROCESS_STOPPED,
 };
 use crate::store::BoxFuture;
+use crate::sync::lock;
 use crate::sys::sandbox::Confinement;
 use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec, GRACE_PERIOD};
 
@@ -261,10 +262,6 @@ pub(super) struct IsolatedPlugin {
     unstarted: Mutex<Option<CheckedFile>>,
     /// Its last process was stopped while idle (the next start is a restart, for the log).
     stopped_idle: AtomicBool,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl IsolatedPlugin {

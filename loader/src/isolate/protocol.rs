@@ -251,7 +251,7 @@ impl<W: Write> FrameWriter<W> {
         let json = serde_json::to_vec(message)?;
         let mut frame = BytesMut::with_capacity(json.len() + 4);
         codec().encode(bytes::Bytes::from(json), &mut frame)?;
-        let mut stream = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+        let mut stream = crate::sync::lock(&self.stream);
         stream.write_all(&frame)
     }
 }

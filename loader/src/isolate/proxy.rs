@@ -18,10 +18,11 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use super::connection::{lock, Connection, LateAnswer};
+use super::connection::{Connection, LateAnswer};
 use super::protocol::{HostMessage, Resolution};
 use crate::messages::{action_orphaned, apply_cut_short};
 use crate::store::{ActionContext, ApplyFn, BoxFuture, LateOutcome, PendingAction};
+use crate::sync::lock;
 use crate::tool::{ToolError, GRACE_PERIOD};
 
 /// One action in one child; tells the child to drop it unless it was applied or rejected.

@@ -9,10 +9,11 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::connection::{lock, CallEnd, Connection, Hello, SessionLinks, Shared, Stop, Waiting};
+use super::connection::{CallEnd, Connection, Hello, SessionLinks, Shared, Stop, Waiting};
 use super::protocol::{ChildMessage, FrameReader, HostMessage, ReadError};
 use crate::load::LoadErrorKind;
 use crate::plugin_log::plugin_log;
+use crate::sync::lock;
 
 /// The reading end of one child's socket, on a thread of its own (blocking reads): routes
 /// results, updates, pushes and log lines until the child closes the socket or sends

@@ -439,7 +439,7 @@ pub(crate) fn load_checked_probing(
 ) -> Result<PluginLibrary, LoadError> {
     let path = file.path();
     let error = |kind| LoadError::new(path, kind);
-    let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+    let mut cache = crate::sync::lock(cache());
     if let Some(cached) = cache.get(path) {
         if cached.stamp.same_content(&file.stamp) {
             return cached.outcome.clone();

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::sync::lock;
 use crate::CancelToken;
 
 /// The running calls, each with its cancellation.
@@ -88,10 +89,6 @@ impl InFlight {
         .await
         .is_ok()
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

@@ -79,7 +79,7 @@ impl PluginLogs {
     /// to `tracing`). Called before the handshake, so that nothing a call logs is dropped:
     /// a client's first call may run before [`PluginLogs::start`] does.
     pub(super) fn discard_earlier(&self) {
-        let mut receiver = self.receiver.lock().unwrap_or_else(|p| p.into_inner());
+        let mut receiver = crate::sync::lock(&self.receiver);
         let Some(receiver) = receiver.as_mut() else {
             return;
         };
@@ -97,11 +97,7 @@ impl PluginLogs {
         peer: Peer<RoleServer>,
         log_level: Arc<AtomicU8>,
     ) -> Option<tokio::task::JoinHandle<()>> {
-        let mut receiver = self
-            .receiver
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()?;
+        let mut receiver = crate::sync::lock(&self.receiver).take()?;
         Some(tokio::spawn(async move {
             while let Some(item) = receiver.recv().await {
                 match item {

@@ -28,6 +28,7 @@ use rmcp::ErrorData;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::sync::lock;
 use crate::{CancelToken, ToolOutcome};
 
 /// How long a call paused at a question waits for its client's retry.
@@ -151,8 +152,4 @@ impl PausedCalls {
         let _ = paused.answer.send(answer);
         self.drive(paused.call, request).await
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -39,7 +39,7 @@ impl Running {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancelToken>> {
-        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.calls)
     }
 
     /// After the session gave up on call `id`: give its thread a grace period to drop the

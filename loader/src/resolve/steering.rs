@@ -126,7 +126,7 @@ impl SteeringQueue {
     pub(crate) const CAPACITY: usize = STEERING_QUEUE_CAPACITY;
 
     pub(crate) fn push(&self, message: SteeringMessage) {
-        let mut messages = self.messages.lock().unwrap_or_else(|p| p.into_inner());
+        let mut messages = crate::sync::lock(&self.messages);
         if messages.len() == Self::CAPACITY {
             messages.pop_front();
         }
@@ -135,7 +135,7 @@ impl SteeringQueue {
 
     /// Everything queued, oldest first, leaving the queue empty (and its memory returned).
     pub(crate) fn take(&self) -> Vec<SteeringMessage> {
-        let taken = std::mem::take(&mut *self.messages.lock().unwrap_or_else(|p| p.into_inner()));
+        let taken = std::mem::take(&mut *crate::sync::lock(&self.messages));
         taken.into()
     }
 }

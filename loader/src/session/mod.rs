@@ -36,6 +36,7 @@ use crate::resolve::steering::{
 };
 use crate::resolve::{resolve_spec, run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
 use crate::store::{PendingActionSink, PendingActionStore, PushSubscription};
+use crate::sync::lock;
 use crate::tool::{bounded, ActionContext, CallContext, Tool, ToolSpec};
 
 pub use crate::tool::{CallOptions, ToolOutcome};
@@ -118,7 +119,7 @@ impl Session {
 
     /// The tools now.
     fn registry(&self) -> Arc<Registry> {
-        Arc::clone(&self.registry.read().unwrap_or_else(|p| p.into_inner()))
+        Arc::clone(&crate::sync::read(&self.registry))
     }
 
     /// While building: register `tool` after the others.
@@ -225,14 +226,14 @@ impl Session {
     ) -> (Vec<LoadError>, bool) {
         lock(&self.children).extend(children);
         {
-            let mut plugins = self.plugins.write().unwrap_or_else(|p| p.into_inner());
+            let mut plugins = crate::sync::write(&self.plugins);
             match plugins.iter_mut().find(|p| p.path == plugin.path) {
                 Some(entry) => *entry = plugin.clone(),
                 None => plugins.push(plugin.clone()),
             }
         }
         let (errors, changed) = {
-            let mut registry = self.registry.write().unwrap_or_else(|p| p.into_inner());
+            let mut registry = crate::sync::write(&self.registry);
             let (replaced, errors, changed) = registry.with_plugin_replaced(&plugin.path, tools);
             *registry = Arc::new(replaced);
             (errors, changed)
@@ -240,7 +241,7 @@ impl Session {
         // The first deferrable tool brings `resolve`: the list changed with it.
         let resolve_added = self.register_resolve_if_needed();
         if resolve_added && !changed {
-            let mut registry = self.registry.write().unwrap_or_else(|p| p.into_inner());
+            let mut registry = crate::sync::write(&self.registry);
             Arc::make_mut(&mut registry).generation += 1;
         }
         (errors, changed || resolve_added)
@@ -272,10 +273,7 @@ impl Session {
     /// Every plugin library that loaded (its factory may still have failed), in load order;
     /// a reloaded plugin as its current version.
     pub fn plugins(&self) -> Vec<LoadedPlugin> {
-        self.plugins
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        crate::sync::read(&self.plugins).clone()
     }
 
     /// The session's working directory.
@@ -544,10 +542,6 @@ async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl Ite
         }
     })
     .await;
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn next_call_number() -> u64 {

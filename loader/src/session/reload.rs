@@ -31,7 +31,8 @@ use crate::load::LoadError;
 use crate::tool::ToolOrigin;
 
 use super::registry::Registered;
-use super::{lock, Session};
+use super::Session;
+use crate::sync::lock;
 
 /// How long a changed plugin file must have stayed unchanged before it is loaded.
 pub const SETTLE: Duration = Duration::from_millis(300);

@@ -11,10 +11,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::{lock, Outgoing, Shared};
+use super::{Outgoing, Shared};
 use crate::isolate::protocol::{ChildMessage, Resolution};
 use crate::messages::{APPLY_CANCELLED, REJECT_CANCELLED};
 use crate::store::PendingAction;
+use crate::sync::lock;
 use crate::tool::{ActionContext, CancelToken, ToolError};
 
 /// An action the host's store took.

@@ -14,9 +14,10 @@ use xcsh_plugin_api::host::{
 };
 
 use super::super::protocol::ChildMessage;
-use super::{lock, Outgoing};
+use super::Outgoing;
 use crate::services::HostServices;
 use crate::store::BoxFuture;
+use crate::sync::lock;
 use crate::tool::ToolError;
 
 /// The requests sent to the host and not yet answered, by number.

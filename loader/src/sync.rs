@@ -1,0 +1,22 @@
+//! One way to take a lock in this crate.
+//!
+//! Every mutex here guards plain data (maps, stacks, slots) that stays consistent when a thread
+//! panics while holding it, and a plugin's panic must never take a session down with it; so a
+//! poisoned lock is taken as it is instead of propagating the panic.
+
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Lock `mutex`, recovering from poisoning.
+pub(crate) fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Take `lock` for reading, recovering from poisoning.
+pub(crate) fn read<T: ?Sized>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Take `lock` for writing, recovering from poisoning.
+pub(crate) fn write<T: ?Sized>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}
