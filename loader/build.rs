@@ -3,7 +3,7 @@
 //! author to build for. Cargo gives build scripts the exact triple; `cfg!` can only rebuild it
 //! from parts.
 //!
-//! Also sets `cfg(plugin_processes)` where process isolation is built (Linux and macOS): one
+//! Also sets `cfg(plugin_processes)` where process isolation is built (Linux, macOS and Windows): one
 //! name for "this platform runs plugins in child processes" instead of a list of systems
 //! repeated at every use.
 fn main() {

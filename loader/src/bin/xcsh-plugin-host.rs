@@ -9,6 +9,6 @@ fn main() -> std::process::ExitCode {
 
 #[cfg(not(plugin_processes))]
 fn main() -> std::process::ExitCode {
-    eprintln!("xcsh-plugin-host: process isolation is only available on Linux and macOS");
+    eprintln!("xcsh-plugin-host: process isolation is only available on Linux, macOS and Windows");
     std::process::ExitCode::from(2)
 }

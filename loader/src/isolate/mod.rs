@@ -46,7 +46,7 @@ pub const PLUGIN_HOST_BIN: &str = "xcsh-plugin-host";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Isolation {
     /// Each plugin library in a child process of its own, which the host can kill. The
-    /// default where it is available (Linux, macOS).
+    /// default where it is available (Linux, macOS and Windows).
     #[cfg_attr(plugin_processes, default)]
     Process,
     /// In the host's own process (the only mode elsewhere): panics are contained, but not an

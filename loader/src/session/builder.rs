@@ -258,7 +258,7 @@ impl SessionBuilder {
         self
     }
 
-    /// Where plugin code runs (default: [`Isolation::Process`] on Linux and macOS, where it is
+    /// Where plugin code runs (default: [`Isolation::Process`] on Linux, macOS and Windows, where it is
     /// available; elsewhere a request for it falls back to in-process, with a warning).
     #[must_use]
     pub fn isolation(mut self, isolation: Isolation) -> Self {

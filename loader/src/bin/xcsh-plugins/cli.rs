@@ -116,8 +116,8 @@ pub struct CwdArg {
 #[derive(Debug, Default, Clone, Args)]
 pub struct SandboxArgs {
     /// Where plugin code runs: `process` (each plugin library in a child process of its own;
-    /// the default on Linux and macOS) or `in-process` (inside this process; the only mode
-    /// elsewhere).
+    /// the default on Linux, macOS and Windows) or `in-process` (inside this process; the only
+    /// mode elsewhere).
     #[arg(long, value_name = "MODE")]
     pub isolation: Option<xcsh_loader::Isolation>,
     /// Let plugin processes write under PATH too (repeatable); by default they may write only
