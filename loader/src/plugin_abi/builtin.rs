@@ -17,7 +17,7 @@ use xcsh_plugin_api::__private::{lib_header, PluginFactory};
 use xcsh_plugin_api::ffi::{FfiToolDef, HostApiFfi_TO, PluginModuleRef};
 use xcsh_plugin_api::AgentToolResult;
 
-use super::{plugin_tool, store_sink, HostServices};
+use super::{plugin_tool, store_sink, HostApi};
 use crate::load::{LoadError, LoadErrorKind};
 use crate::store::{BoxFuture, PendingActionSink};
 use crate::tool::{CallContext, Tool, ToolError, ToolOrigin, ToolSpec};
@@ -63,7 +63,7 @@ fn create_builtin(
     store: Option<Arc<dyn PendingActionSink>>,
 ) -> Result<Vec<FfiToolDef>, LoadError> {
     let host = HostApiFfi_TO::from_value(
-        HostServices {
+        HostApi {
             cwd: cwd.to_string_lossy().into_owned(),
             sink: store_sink(store),
             logger: None,

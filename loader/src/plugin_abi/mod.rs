@@ -1,4 +1,4 @@
-//! The host side of the plugin ABI: the services a plugin calls ([`HostServices`]), and the
+//! The host side of the plugin ABI: the services a plugin calls ([`HostApi`]), and the
 //! adapters that turn a plugin's tools and pending actions into the session's own types.
 //! [`builtin_plugin_tools`] does the same for a plugin compiled into the host (the built-in
 //! `ast_edit`): no `dlopen`, but the same root module, host object and tool definitions.
@@ -51,7 +51,7 @@ pub use builtin::ast_edit_tool;
 pub use builtin::{builtin_plugin_tools, BuiltinPluginTool};
 
 /// What the host offers one plugin in one session.
-struct HostServices {
+struct HostApi {
     cwd: String,
     sink: Option<PushSink>,
     /// Where its log lines go (a session's plugin log, or the host in a plugin child);
@@ -62,7 +62,7 @@ struct HostServices {
     keep_alive: Option<KeepAliveSink>,
 }
 
-impl HostApiFfi for HostServices {
+impl HostApiFfi for HostApi {
     fn cwd(&self) -> RString {
         self.cwd.as_str().into()
     }
@@ -312,7 +312,7 @@ pub(crate) fn instantiate(
     keep_alive: Option<KeepAliveSink>,
 ) -> Result<Vec<PluginTool>, LoadError> {
     let host = HostApiFfi_TO::from_value(
-        HostServices {
+        HostApi {
             cwd: cwd.to_string_lossy().into_owned(),
             sink,
             logger,

@@ -211,9 +211,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The host side of `CustomToolApi`, as the loader implements it.
-struct HostServices(Arc<HostState>);
+struct TestHostApi(Arc<HostState>);
 
-impl HostApiFfi for HostServices {
+impl HostApiFfi for TestHostApi {
     fn cwd(&self) -> RString {
         self.0.cwd.to_string_lossy().as_ref().into()
     }
@@ -501,7 +501,7 @@ impl PluginTest {
             let Some(factory) = lock(&self.factory).take() else {
                 return Err(TestError::Factory("the factory already ran".into()));
             };
-            let host = HostApiFfi_TO::from_value(HostServices(Arc::clone(&self.host)), TD_Opaque);
+            let host = HostApiFfi_TO::from_value(TestHostApi(Arc::clone(&self.host)), TD_Opaque);
             let defs = create_tools_with(host, factory, true)
                 .into_result()
                 .map_err(|message| TestError::Factory(message.into_string()))?;
