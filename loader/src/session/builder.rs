@@ -59,7 +59,7 @@ pub struct SessionBuilder {
     definitions_cache: bool,
     /// When idle plugin processes are stopped.
     #[cfg_attr(not(plugin_processes), allow(dead_code))]
-    idle: super::idle::IdlePolicy,
+    idle: super::idle_policy::IdlePolicy,
     /// What the host offers plugins' calls: a user, a model (none by default).
     services: crate::services::SessionServices,
 }
@@ -108,7 +108,7 @@ impl SessionBuilder {
             require_sandbox: false,
             reload: true,
             definitions_cache: true,
-            idle: super::idle::IdlePolicy::default(),
+            idle: super::idle_policy::IdlePolicy::default(),
             services: crate::services::SessionServices::default(),
         }
     }

@@ -48,7 +48,7 @@ pub(super) struct ProcessSettings {
     /// ([`super::SessionBuilder::definitions_cache`], or nothing can be cached).
     pub(super) definitions: Option<DefinitionsCache>,
     /// When each plugin's idle process is stopped.
-    pub(super) idle: super::idle::IdlePolicy,
+    pub(super) idle: super::idle_policy::IdlePolicy,
     /// Where project-plugin trust is read from when a plugin is started again (a reload).
     pub(super) home: Option<PathBuf>,
 }

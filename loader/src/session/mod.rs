@@ -13,7 +13,7 @@
 mod builder;
 #[cfg(plugin_processes)]
 mod definitions;
-mod idle;
+mod idle_policy;
 #[cfg(plugin_processes)]
 mod isolated;
 pub(crate) mod recovery;
@@ -41,7 +41,7 @@ use crate::tool::{bounded, ActionContext, CallContext, Tool, ToolSpec};
 
 pub use crate::tool::{CallOptions, ToolOutcome};
 pub use builder::SessionBuilder;
-pub use idle::{parse_idle_time, IdleTimeError, StopIdleAfter, DEFAULT_STOP_IDLE_AFTER};
+pub use idle_policy::{parse_idle_time, IdleTimeError, StopIdleAfter, DEFAULT_STOP_IDLE_AFTER};
 pub use reload::{PluginReload, ReloadOutcome, SETTLE as RELOAD_SETTLE};
 
 use builder::Loader;
