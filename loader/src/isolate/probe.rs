@@ -31,16 +31,21 @@ pub(crate) const PROBE_LIMIT: Duration = Duration::from_secs(20);
 /// How long a probe that answered (or whose plugin process ended) may take to exit.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
+/// What a probe found out about a file.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// It loaded and passed the ABI and layout checks in the probe.
+    Passed,
+    /// No probe could run (no `xcsh-plugin-host` to start, or one that never got to the
+    /// library): the file is loaded without one, and a warning says so.
+    NotRun,
+    /// The file failed there: the load error names it and the cause.
+    Failed(LoadError),
+}
+
 /// Load `path` (its checked content, `descriptor`) in a throwaway sandboxed process run by
-/// `host` (found as for process isolation when `None`). `Ok` when it loaded and passed the
-/// ABI and layout checks there; `Err(None)` when no probe could run (no `xcsh-plugin-host`
-/// to start): the file is then loaded without one, with a warning; `Err(Some(error))` when
-/// the file failed.
-pub(crate) fn probe(
-    path: &Path,
-    descriptor: &std::fs::File,
-    host: Option<&Path>,
-) -> Result<(), Option<LoadError>> {
+/// `host` (found as for process isolation when `None`), and say what happened.
+pub(crate) fn probe(path: &Path, descriptor: &std::fs::File, host: Option<&Path>) -> Verdict {
     let host = match super::find_plugin_host(host.map(Path::to_path_buf).as_ref()) {
         Ok(host) => host,
         Err(why) => {
@@ -48,21 +53,26 @@ pub(crate) fn probe(
                 "{} is loaded without a probe first, so a damaged file could crash this process: {why}",
                 path.display()
             );
-            return Err(None);
+            return Verdict::NotRun;
         }
     };
-    run(path, descriptor, &host)
+    match run(path, descriptor, &host) {
+        Ok(()) => Verdict::Passed,
+        Err(verdict) => verdict,
+    }
 }
 
-fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Option<LoadError>> {
-    let fail = |cause: String| Some(LoadError::new(path, LoadErrorKind::ProbeFailed { cause }));
+/// [`probe`] with `host` found; `Err` for anything but [`Verdict::Passed`].
+fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Verdict> {
+    let fail =
+        |cause: String| Verdict::Failed(LoadError::new(path, LoadErrorKind::ProbeFailed { cause }));
     let not_started = |cause: String| {
         tracing::warn!(
             "{} is loaded without a probe first, so a damaged file could crash this process: cannot start {}: {cause}",
             path.display(),
             host.display()
         );
-        None
+        Verdict::NotRun
     };
     let scratch = tempfile::Builder::new()
         .prefix("xcsh-probe-")
@@ -170,12 +180,14 @@ fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Optio
                 host.display(),
                 last_words(&printed).map(|line| format!(" ({line})")).unwrap_or_default()
             );
-            Err(None)
+            Err(Verdict::NotRun)
         }
         Ok(ChildMessage::Probed { error: None }) => Ok(()),
-        Ok(ChildMessage::Probed { error: Some(kind) }) => Err(Some(LoadError::new(path, kind))),
+        Ok(ChildMessage::Probed { error: Some(kind) }) => {
+            Err(Verdict::Failed(LoadError::new(path, kind)))
+        }
         // The sandbox could not be set up, or the plugin host is another build.
-        Ok(ChildMessage::LoadFailed { kind }) => Err(Some(LoadError::new(path, kind))),
+        Ok(ChildMessage::LoadFailed { kind }) => Err(Verdict::Failed(LoadError::new(path, kind))),
         Ok(_) => Err(fail("answered out of turn".to_owned())),
         Err(_) if started.elapsed() >= PROBE_LIMIT => Err(fail(format!(
             "did not finish within {}s",

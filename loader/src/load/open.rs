@@ -491,9 +491,10 @@ fn probe_first(
         return Ok(());
     }
     let descriptor = descriptor_for_child(file)?;
-    match crate::isolate::probe::probe(file.path(), &descriptor, probe_host) {
-        Ok(()) | Err(None) => Ok(()),
-        Err(Some(error)) => Err(error),
+    use crate::isolate::probe::{probe, Verdict};
+    match probe(file.path(), &descriptor, probe_host) {
+        Verdict::Passed | Verdict::NotRun => Ok(()),
+        Verdict::Failed(error) => Err(error),
     }
 }
 
