@@ -1,5 +1,5 @@
-// The runtime as the native plugins' host (SPEC 3.1 and 8): what a native tool's questions,
-// notifications and completions are answered with, and the session history its
+// The runtime as the native plugins' host (docs/guide/src/ask.md, runtime.md): what a native tool's
+// questions, notifications and completions are answered with, and the session history its
 // `on_session` reads.
 //
 // xcsh's runtime gives a custom-tool factory `pi.pushPendingAction` but only a no-op `pi.ui`

@@ -283,8 +283,8 @@ function logTo(logger, level, message) {
 }
 
 // What xcsh's runtime does with the native actions it holds when its conversation changes,
-// read from `@oh-my-pi/pi-coding-agent` 18.2.3 (the guide, docs/guide/src/runtime.md, "Which rule holds where"). This is the
-// one place the binding follows it.
+// read from `@oh-my-pi/pi-coding-agent` 18.2.3 (the guide, docs/guide/src/runtime.md, "Which rule
+// holds where"). This is the one place the binding follows it.
 //
 // The runtime queues each push on its tool-choice queue (tools/resolve.ts,
 // `queueResolveHandler`) and empties that queue, calling no `reject`, in
@@ -511,8 +511,8 @@ class PluginSession {
       const watching = signal && typeof signal.addEventListener === "function";
       const abortNumber = watching ? (session.nextAbort = (session.nextAbort + 1) >>> 0) : undefined;
       const abort = () => session.native.abortSettle(abortNumber);
-      // The apply or reject asks the runtime's UI as a call does (SPEC 3.2): under a call
-      // number of its own, with the factory's `pi` (a TypeScript closure captures it too).
+      // The apply or reject asks the runtime's UI as a call does (docs/guide/src/pending.md): under
+      // a call number of its own, with the factory's `pi` (a TypeScript closure captures it too).
       session.nextCall = (session.nextCall + 1) >>> 0;
       const call = session.nextCall;
       const callHost = host.hostOf(session.pi, undefined);

@@ -590,8 +590,8 @@ impl McpServer {
 
 /// A tool as MCP lists it: the parameter schema as `inputSchema`, the label as `title`, and
 /// the tool's hints as `annotations`. Whatever the tool says, `resolve` is destructive (it
-/// applies) and a deferrable tool is not (it only previews; SPEC 7). A hint the tool does not
-/// give, as none from a plugin built before `xcsh-plugin-api` 0.3, is left out, and MCP
+/// applies) and a deferrable tool is not (it only previews; docs/guide/src/mcp.md). A hint the tool
+/// does not give, as none from a plugin built before `xcsh-plugin-api` 0.3, is left out, and MCP
 /// clients fall back to the protocol's defaults.
 fn mcp_tool(spec: &ToolSpec) -> Tool {
     // The session only registers tools whose schema is an object.

@@ -1,5 +1,5 @@
-//! Host services (SPEC 3.1): what a host offers a running plugin call besides the store, in
-//! one interface, [`HostServices`], that each host implements once (the terminal, the MCP
+//! Host services (docs/guide/src/ask.md): what a host offers a running plugin call besides the
+//! store, in one interface, [`HostServices`], that each host implements once (the terminal, the MCP
 //! peer, the Node runtime, an embedder's own), and the one path every request takes to it,
 //! [`CallServices`].
 //!
@@ -184,8 +184,8 @@ impl std::fmt::Debug for CallServices {
 }
 
 impl CallServices {
-    /// The services of a call no one answers (the no-user defaults of SPEC 3.1), withdrawn
-    /// when `cancel` fires.
+    /// The services of a call no one answers (the no-user defaults of docs/guide/src/ask.md),
+    /// withdrawn when `cancel` fires.
     pub fn none(cancel: CancelToken) -> Self {
         SessionServices::default().for_call_with(None, cancel)
     }

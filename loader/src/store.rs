@@ -20,7 +20,7 @@ pub use crate::tool::ActionContext;
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 /// The `apply(reason, ctx)` callback of a pending action: `ctx` is what the host offers the
-/// call that settles it (SPEC 3.2).
+/// call that settles it (docs/guide/src/pending.md).
 pub type ApplyFn =
     Box<dyn FnOnce(String, ActionContext) -> BoxFuture<Result<AgentToolResult, ToolError>> + Send>;
 /// The optional `reject(reason, ctx)` callback of a pending action.
@@ -387,8 +387,8 @@ pub struct PendingSummary {
     pub label: String,
     /// The tool that pushed it.
     pub source_tool_name: String,
-    /// The action's `details` (SPEC 2.2), when it has any: what `call --json` and MCP's
-    /// `xcsh/pendingDetails` show of it.
+    /// The action's `details` (docs/guide/src/pending.md), when it has any: what `call --json` and
+    /// MCP's `xcsh/pendingDetails` show of it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
 }

@@ -120,9 +120,9 @@ pub fn validate_arguments(
 /// validated ([`validate_arguments`]).
 ///
 /// A derived schema publishes an `Option<T>` field as an optional property of type `T`
-/// (SPEC 3.2), yet models often send `null` for "no value"; serde reads the missing field as
-/// `None`, just as it read the `null`. A `null` for a required property stays, and is refused
-/// naming it; so does a `null` inside an array, and one the schema allows.
+/// (docs/guide/src/write.md), yet models often send `null` for "no value"; serde reads the missing
+/// field as `None`, just as it read the `null`. A `null` for a required property stays, and is
+/// refused naming it; so does a `null` inside an array, and one the schema allows.
 ///
 /// ```
 /// use xcsh_plugin_api::checks::{check_arguments, compile_schema};

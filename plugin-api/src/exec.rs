@@ -1,4 +1,4 @@
-//! Running a program from a tool: [`ToolContext::exec`] (SPEC 3.1, "Running a program"), the
+//! Running a program from a tool: [`ToolContext::exec`] (docs/guide/src/exec.md), the
 //! native counterpart of the TypeScript runtime's `pi.exec`.
 //!
 //! The program runs where the plugin runs: in a plugin process it inherits that process's

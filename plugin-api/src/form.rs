@@ -6,8 +6,8 @@
 //! `enumNames`) and multi-choice arrays of such enums, with defaults. schemars writes enums
 //! as `$ref`s into `$defs`, folded into the field here, so the host receives the schema as
 //! elicitation spells it. An `Option<T>` field is already an optional field of type `T` in
-//! [`schema_of`]'s schema (SPEC 3.2); a schema written by hand with `null` among a field's
-//! types (`[T, "null"]`, `anyOf [T, null]`) is folded the same way.
+//! [`schema_of`]'s schema (docs/guide/src/write.md); a schema written by hand with `null` among a
+//! field's types (`[T, "null"]`, `anyOf [T, null]`) is folded the same way.
 
 use schemars::JsonSchema;
 use serde_json::{Map, Value};

@@ -1,7 +1,7 @@
-//! The host services' messages: what a running tool may ask of its host (SPEC 3.1) and what
-//! the host answers, as they cross the ABI (JSON text through
-//! [`ToolContextFfi::host_request`](crate::ffi::ToolContextFfi::host_request)) and, unchanged,
-//! the plugin-process link.
+//! The host services' messages: what a running tool may ask of its host (docs/guide/src/ask.md) and
+//! what the host answers, as they cross the ABI (JSON text through
+//! [`ToolContextFfi::host_request`](crate::ffi::ToolContextFfi::host_request)) and, unchanged, the
+//! plugin-process link.
 //!
 //! One request type carries every service, so that a service added later is one more variant
 //! here and one more method in each host, never one more path through the ABI or the

@@ -60,7 +60,7 @@ pub struct EmbeddedResource {
 
 impl Content {
     /// A one-line description of a block a host cannot show (audio, a resource): its kind,
-    /// MIME type and size, as SPEC 3.1 asks. `None` for text and images.
+    /// MIME type and size, as docs/guide/src/ask.md says. `None` for text and images.
     pub fn placeholder(&self) -> Option<String> {
         match self {
             Content::Text { .. } | Content::Image { .. } => None,

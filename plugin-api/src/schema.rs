@@ -1,5 +1,6 @@
 //! How a derived parameter schema says "optional": an `Option<T>` field is a property of type
-//! `T` that may be left out (SPEC 3.2), not a property that must be given and may be `null`.
+//! `T` that may be left out (docs/guide/src/write.md), not a property that must be given and may be
+//! `null`.
 //!
 //! schemars writes `Option<T>` as `T` or `null` (`"type": ["boolean", "null"]`,
 //! `"anyOf": [{"$ref": ..}, {"type": "null"}]`, and `"default": null` under `#[serde(default)]`),

@@ -161,7 +161,8 @@ pub trait CustomTool: Send + Sync + 'static {
 
 /// The JSON Schema of `T`, as tools publish it (no `$schema` or `title` at the root). An
 /// `Option<T>` field is an optional property of type `T`: no `null` in its type, no
-/// `"default": null` (SPEC 3.2; a `null` sent for it is taken as absent by the host).
+/// `"default": null` (docs/guide/src/write.md; a `null` sent for it is taken as absent by the
+/// host).
 ///
 /// ```
 /// xcsh_plugin_api::tool_params! {

@@ -1,4 +1,4 @@
-//! The typed front of the host services (SPEC 3.1): [`Ui`] asks the user, and
+//! The typed front of the host services (docs/guide/src/ask.md): [`Ui`] asks the user, and
 //! [`ToolContext::model`] / [`ToolContext::complete`] reach the session's model. Each becomes
 //! one [`HostRequest`] through the call's context; where no one can answer, the TypeScript
 //! runtime's defaults hold (`confirm` false, `select`/`input` none, a form cancelled) without

@@ -1,5 +1,5 @@
-//! SPEC 3.2: an `Option<T>` parameter is an optional property of type `T` in every derived
-//! schema (`schema_of`, `tool_params!`, `#[derive(JsonSchema)]`, typed forms), and a `null`
+//! docs/guide/src/write.md: an `Option<T>` parameter is an optional property of type `T` in every
+//! derived schema (`schema_of`, `tool_params!`, `#[derive(JsonSchema)]`, typed forms), and a `null`
 //! sent for it is accepted as absent, while a `null` for a required one is refused by name.
 
 #![cfg(feature = "testing")]

@@ -83,7 +83,8 @@ fn ast_edit_apply(root: &Path, pattern: &str, rewrite: &str) {
 
 /// `ast-grep run --update-all`, again until nothing changes: where matches nest (`foo(foo(x))`)
 /// one run rewrites the outer one only, while `ast_edit` rewrites both, the inner first
-/// (SPEC 5); for these rewrites, which make no new matches, that is where ast-grep's runs end.
+/// (docs/guide/src/ast-edit.md); for these rewrites, which make no new matches, that is where
+/// ast-grep's runs end.
 fn ast_grep_apply(cli: &Path, root: &Path, pattern: &str, rewrite: &str) {
     for _ in 0..5 {
         let before = snapshot(root);
@@ -242,7 +243,8 @@ fn cli(root: &Path, args: &[&str]) -> (bool, String) {
     (output.status.success(), text)
 }
 
-/// SPEC 3.2: `ast_edit`'s `Option` arguments are listed by their type, not "or null".
+/// docs/guide/src/write.md: `ast_edit`'s `Option` arguments are listed by their type, not "or
+/// null".
 #[test]
 fn list_shows_optional_arguments_by_their_type() {
     let dir = tempfile::tempdir().unwrap();

@@ -185,8 +185,9 @@ fn arguments_from_stdin_and_json_output() {
     assert!(exists(dir.path(), &["b1.txt", "b2.txt"]));
 }
 
-/// SPEC 3.2: each pending action's `details` reach `call --json`, in `pendingDetails`
-/// (newest first, `details` left out for an action without), beside the labels in `pending`.
+/// docs/guide/src/pending.md: each pending action's `details` reach `call --json`, in
+/// `pendingDetails` (newest first, `details` left out for an action without), beside the labels in
+/// `pending`.
 #[test]
 fn call_json_shows_each_pending_actions_details() {
     let dir = tempfile::tempdir().unwrap();

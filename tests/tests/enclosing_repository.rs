@@ -1,11 +1,10 @@
-//! A session in a subdirectory of a repository (issue 52, SPEC 3.2), through `xcsh-plugins`
-//! on the real `fixture-programs` library in a sandboxed plugin process with default options:
-//! git run by the plugin (`ctx.exec`) reads the repository above `--cwd` (`git status`,
-//! `git log`, `git branch --merged`), cargo reads the workspace (`cargo metadata` from a
-//! member), a `.env` beside the workspace's files stays unreadable, a write into the
-//! enclosing `.git` (`git branch -d`) is refused, changes nothing and names `--allow-write`,
-//! which then makes it work; `check` lists the read-only parts. Outside a repository nothing
-//! changes.
+//! A session in a subdirectory of a repository (issue 52, docs/guide/src/isolation.md), through
+//! `xcsh-plugins` on the real `fixture-programs` library in a sandboxed plugin process with default
+//! options: git run by the plugin (`ctx.exec`) reads the repository above `--cwd` (`git status`,
+//! `git log`, `git branch --merged`), cargo reads the workspace (`cargo metadata` from a member), a
+//! `.env` beside the workspace's files stays unreadable, a write into the enclosing `.git` (`git
+//! branch -d`) is refused, changes nothing and names `--allow-write`, which then makes it work;
+//! `check` lists the read-only parts. Outside a repository nothing changes.
 //!
 //! Each test skips (with a note on stderr) where the kernel has no Landlock.
 

@@ -256,7 +256,8 @@ async fn session_events_reach_on_session_and_shutdown_is_the_last() {
     }
 }
 
-/// A session on the fixture whose action uses the host in its apply and reject (SPEC 3.2).
+/// A session on the fixture whose action uses the host in its apply and reject
+/// (docs/guide/src/pending.md).
 fn action_session(
     dir: &std::path::Path,
     isolation: Isolation,

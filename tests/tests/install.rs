@@ -1,7 +1,7 @@
 //! Packing a native tool (`xcsh-plugins pack`) and installing it with `xcsh-plugins install`,
-//! `update`, `remove` and `list --installed` (SPEC 10): from a folder archive, a `.mcpb`
-//! bundle, an `https` URL with `--sha256`, and npm (a real local registry), with signatures,
-//! refusals that change nothing, and updates killed at random points.
+//! `update`, `remove` and `list --installed` (docs/guide/src/ship.md): from a folder archive, a
+//! `.mcpb` bundle, an `https` URL with `--sha256`, and npm (a real local registry), with
+//! signatures, refusals that change nothing, and updates killed at random points.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 

@@ -1,5 +1,5 @@
 //! A packed native tool, installed by each host's own installer from a real local npm
-//! registry (verdaccio, nothing mocked), SPEC 10:
+//! registry (verdaccio, nothing mocked), docs/guide/src/ship.md:
 //! - `npx -y @t/hello-tool` in an MCP client's server entry, and the `.mcpb` bundle's server
 //!   started as its manifest says (after `mcpb validate`), each answering the official MCP
 //!   Python SDK (`tests/mcp-python/packed_tool_client.py`): tools, a preview, `resolve`;

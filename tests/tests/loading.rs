@@ -114,7 +114,7 @@ fn an_incompatible_api_version_is_refused_naming_file_and_both_versions() {
         .any(|t| t.name == "batch_rename_preview"));
 }
 
-/// The exact refusal of SPEC 3 for a plugin built against a newer minor.
+/// The exact refusal (plugin-api/ABI.md) for a plugin built against a newer minor.
 fn refusal(path: &Path, found: &str) -> String {
     format!(
         "refusing to load {}: built against xcsh-plugin-api {found}, this host supports {} to {}",

@@ -305,9 +305,9 @@ async fn tool_annotations_reach_an_mcp_client_in_tools_list() {
     server.stop().await;
 }
 
-/// SPEC 3.2: a pending action's `details` reach the client in `_meta` under a key of their own,
-/// `xcsh/pendingDetails`: every pending action newest first (the order `resolve` takes them),
-/// `details` left out for an action without; `xcsh/details` stays the result's own.
+/// docs/guide/src/pending.md: a pending action's `details` reach the client in `_meta` under a key
+/// of their own, `xcsh/pendingDetails`: every pending action newest first (the order `resolve`
+/// takes them), `details` left out for an action without; `xcsh/details` stays the result's own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pending_actions_details_reach_an_mcp_client() {
     let dir = tempfile::tempdir().unwrap();

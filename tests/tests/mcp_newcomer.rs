@@ -93,9 +93,9 @@ async fn require_all_plugins_ends_the_server_before_it_serves() {
     );
 }
 
-/// A notification a plugin sends from its action's reject (SPEC 3.2) reaches the client as a
-/// log message from `xcsh/notify`, whether the plugin runs in its own process (where the host
-/// shows it on the thread that reads the plugin's messages) or in process.
+/// A notification a plugin sends from its action's reject (docs/guide/src/pending.md) reaches the
+/// client as a log message from `xcsh/notify`, whether the plugin runs in its own process (where
+/// the host shows it on the thread that reads the plugin's messages) or in process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugins_notification_reaches_the_client_as_a_log_in_either_isolation() {
     for isolation in ["process", "in-process"] {

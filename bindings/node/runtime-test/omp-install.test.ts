@@ -1,10 +1,9 @@
-// A packed native tool installed by xcsh's runtime's own installer (SPEC 10): `omp plugin
-// install` from a real local registry (verdaccio) takes the package `xcsh-plugins pack` wrote,
-// with no file written by hand; a `--mode rpc` session then calls the tool, its `confirm` is an
-// `extension_ui_request` frame (the generated extension entry lends it the runtime's UI), its
-// preview is settled through `xd://resolve`; `omp plugin uninstall` removes it; and a package
-// with no library for this machine is refused by `omp plugin install`, naming the platforms it
-// has.
+// A packed native tool installed by xcsh's runtime's own installer (docs/guide/src/ship.md): `omp
+// plugin install` from a real local registry (verdaccio) takes the package `xcsh-plugins pack`
+// wrote, with no file written by hand; a `--mode rpc` session then calls the tool, its `confirm` is
+// an `extension_ui_request` frame (the generated extension entry lends it the runtime's UI), its
+// preview is settled through `xd://resolve`; `omp plugin uninstall` removes it; and a package with
+// no library for this machine is refused by `omp plugin install`, naming the platforms it has.
 //
 // Run by tests/tests/install_hosts.rs, which starts the registry, publishes the binding and the
 // packed tools, and sets HOME, PATH (Bun first), the registry's variables and:

@@ -1,8 +1,8 @@
-//! The runtime as the plugins' host (SPEC 3.1, 8): a call's questions, notifications and
-//! completions go to `index.js` through one thread-safe function, `(request, call, json)`,
-//! which answers each with [`NativeSession::answer_service`](crate::NativeSession) (a
-//! `HostReply` as JSON, or an error message). `index.js` asks the runtime's own UI (the
-//! extension context's `ui`, or `pi.ui` where the runtime gives a real one) and its model.
+//! The runtime as the plugins' host (docs/guide/src/ask.md, runtime.md): a call's questions,
+//! notifications and completions go to `index.js` through one thread-safe function, `(request,
+//! call, json)`, which answers each with [`NativeSession::answer_service`](crate::NativeSession) (a
+//! `HostReply` as JSON, or an error message). `index.js` asks the runtime's own UI (the extension
+//! context's `ui`, or `pi.ui` where the runtime gives a real one) and its model.
 //!
 //! What a call may do is decided by `index.js` when the call starts (`HostFacts`: whether a
 //! UI can answer, the session's model) and carried here; the loader's `CallServices` keeps

@@ -164,7 +164,8 @@ struct Shared {
     closed: AtomicBool,
     timeout: Option<Duration>,
     options: Mutex<Option<SessionOptions>>,
-    /// Where calls' host-service requests go (`None`: no host services, SPEC 3.1 defaults).
+    /// Where calls' host-service requests go (`None`: no host services, the defaults of
+    /// docs/guide/src/ask.md).
     services: Option<Arc<host::ServiceFunction>>,
     /// The requests sent there and not yet answered.
     answers: Arc<host::Answers>,
@@ -482,8 +483,8 @@ impl NativeSession {
     /// completed first resolves as usual.
     ///
     /// `call` and `facts_json` give the apply or reject the runtime's services, as
-    /// `start_call`'s give a tool's call (SPEC 3.2): its questions and notifications come to
-    /// the service function as those of call `call`.
+    /// `start_call`'s give a tool's call (docs/guide/src/pending.md): its questions and
+    /// notifications come to the service function as those of call `call`.
     #[napi]
     pub async fn settle(
         &self,

@@ -4,7 +4,7 @@
 // its call is aborted is withdrawn (its dialog's signal fires), no UI means the defaults, no
 // model means `No model available to plugins in this host.`, and session events reach the
 // native tools' `on_session` with their earlier results. A pending action's apply and reject
-// ask the same UI (SPEC 3.2).
+// ask the same UI (docs/guide/src/pending.md).
 "use strict";
 
 const { test } = typeof Bun !== "undefined" ? require("bun:test") : require("node:test");
@@ -44,7 +44,7 @@ function manyFiles(cwd) {
 }
 
 for (const isolation of ["process", "in-process"]) {
-  test(`${isolation}: an action's apply and reject ask the runtime's UI (SPEC 3.2)`, { timeout: SLOW }, async () => {
+  test(`${isolation}: an action's apply and reject ask the runtime's UI`, { timeout: SLOW }, async () => {
     const asked = [];
     const notes = [];
     const ui = {

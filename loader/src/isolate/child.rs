@@ -393,8 +393,8 @@ fn remote_services(
     .for_call_with(None, cancel.clone())
 }
 
-/// What the apply or reject request `request` hands its plugin (SPEC 3.2): the host's services,
-/// the request's cancellation, and its updates, sent as a call's.
+/// What the apply or reject request `request` hands its plugin (docs/guide/src/pending.md): the
+/// host's services, the request's cancellation, and its updates, sent as a call's.
 fn action_context(
     shared: &Shared,
     request: u64,

@@ -211,7 +211,8 @@ pub(super) struct Shared {
     /// Apply and reject requests not yet answered; answered under this lock.
     pub(super) requests: Mutex<HashMap<u64, Waiting>>,
     /// What the applies and rejects running in the child use of the host while their caller
-    /// waits (SPEC 3.2): the host services and update listener of the call settling each.
+    /// waits (docs/guide/src/pending.md): the host services and update listener of the call
+    /// settling each.
     pub(super) settling: Mutex<HashMap<u64, ActionContext>>,
     /// Set once the child is gone: how it ended.
     ended: Mutex<Option<String>>,

@@ -1,4 +1,4 @@
-//! The host services an MCP client offers (SPEC 7): a plugin's questions become
+//! The host services an MCP client offers (docs/guide/src/mcp.md): a plugin's questions become
 //! `elicitation/create` requests, its `complete` a `sampling/createMessage`, its `notify` a
 //! `notifications/message`, each only where the client declared the capability at
 //! `initialize` (otherwise the session's defaults hold: no user, no model).
@@ -13,7 +13,7 @@
 //! question becomes one round of "input required" instead (see `rounds`).
 
 // Sampling and logging are deprecated by SEP-2577 (protocol 2026-07-28); they are what every
-// client of 2025-11-25 speaks, and what SPEC 7 asks for.
+// client of 2025-11-25 speaks, and what docs/guide/src/mcp.md asks for.
 #![allow(deprecated)]
 
 use rmcp::model::{

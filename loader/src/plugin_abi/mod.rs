@@ -135,11 +135,11 @@ fn ffi_apply(action: &Arc<FfiPendingAction>) -> crate::store::ApplyFn {
 }
 
 /// The host side of the context a plugin's apply or reject gets: the services of the call
-/// that settles the action (SPEC 3.2), answered as an `execute`'s are. Built when the callback
-/// is started, as `execute`'s context is when the call starts: the runtime its requests are
-/// answered on is the caller's, if it runs in one. Inside the future, a plugin process's
-/// worker (which polls with `Handle::block_on`, where tasks spawned on that runtime never run)
-/// would be taken for one.
+/// that settles the action (docs/guide/src/pending.md), answered as an `execute`'s are. Built when
+/// the callback is started, as `execute`'s context is when the call starts: the runtime its
+/// requests are answered on is the caller's, if it runs in one. Inside the future, a plugin
+/// process's worker (which polls with `Handle::block_on`, where tasks spawned on that runtime never
+/// run) would be taken for one.
 fn action_context(ctx: ActionContext) -> ToolContextBox {
     ToolContextFfi_TO::from_value(
         CallServices {

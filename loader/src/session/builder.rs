@@ -113,8 +113,8 @@ impl SessionBuilder {
         }
     }
 
-    /// What this host offers plugins besides the store (SPEC 3.1): a user to ask, where
-    /// notifications go, the session's model. Without it no one can answer (`has_ui()` is
+    /// What this host offers plugins besides the store (docs/guide/src/ask.md): a user to ask,
+    /// where notifications go, the session's model. Without it no one can answer (`has_ui()` is
     /// false, questions get their defaults) and `complete` fails with
     /// [`NO_MODEL`](crate::services::NO_MODEL).
     ///

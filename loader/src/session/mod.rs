@@ -80,7 +80,7 @@ pub struct Session {
     steering: Arc<SteeringQueue>,
     _reminders: Option<PushSubscription>,
     default_timeout: Option<Duration>,
-    /// What the host offers plugins' calls (SPEC 3.1).
+    /// What the host offers plugins' calls (docs/guide/src/ask.md).
     services: crate::services::SessionServices,
     /// The plugin files to reload when they change.
     watch: reload::Watch,
@@ -355,8 +355,8 @@ impl Session {
     ///
     /// This is the one place every host's calls are checked (CLI, MCP, the Node binding, in
     /// process or in a plugin process): a `null` for an optional property whose schema refuses
-    /// it is taken as the property left out (SPEC 3.2, [`check_arguments`]), anything else
-    /// the schema refuses is an error outcome and the tool does not run.
+    /// it is taken as the property left out (docs/guide/src/write.md, [`check_arguments`]),
+    /// anything else the schema refuses is an error outcome and the tool does not run.
     pub async fn call_with(
         &self,
         name: &str,
@@ -470,8 +470,8 @@ impl Session {
         self.services.replace(services);
     }
 
-    /// Tell every tool of a session event (SPEC 3.1 `on_session`), each with its own earlier
-    /// results, and wait until each has heard it (bounded by the session's default timeout,
+    /// Tell every tool of a session event (docs/guide/src/ask.md `on_session`), each with its own
+    /// earlier results, and wait until each has heard it (bounded by the session's default timeout,
     /// or 5 seconds). A Rust session sends none by itself: the embedder says when its session
     /// starts, switches, branches or ends ([`Session::shutdown`] sends `shutdown`).
     pub async fn session_event(&self, change: crate::services::SessionChange) {

@@ -1,5 +1,5 @@
 //! The repository a session's directory is in, and what of it above that directory plugin
-//! processes may read (SPEC 3.2, "A session in a subdirectory of a repository").
+//! processes may read (docs/guide/src/isolation.md, "A session in a subdirectory of a repository").
 //!
 //! A plugin process may read and write its session's directory; nothing above it. A session
 //! in a subdirectory of a repository (any monorepo's `crates/foo`) then breaks the developer

@@ -108,7 +108,8 @@ pub struct CallContext {
     pub cancel: CancelToken,
     /// Partial-result listener, if the caller wants updates.
     pub updates: Option<UpdateSink>,
-    /// The host's services for this call: questions, notifications, the model (SPEC 3.1).
+    /// The host's services for this call: questions, notifications, the model
+    /// (docs/guide/src/ask.md).
     pub services: crate::services::CallServices,
 }
 
@@ -122,9 +123,9 @@ impl std::fmt::Debug for CallContext {
     }
 }
 
-/// What a pending action's `apply` or `reject` gets from its host (SPEC 3.2): the services of
-/// the `resolve` call that runs it — its cancellation, its partial-update listener, and the
-/// questions, notifications and model of that call — as `execute` gets them in [`CallContext`].
+/// What a pending action's `apply` or `reject` gets from its host (docs/guide/src/pending.md): the
+/// services of the `resolve` call that runs it — its cancellation, its partial-update listener, and
+/// the questions, notifications and model of that call — as `execute` gets them in [`CallContext`].
 #[derive(Clone)]
 pub struct ActionContext {
     /// Cancellation of the `resolve` call (or of whatever settles the action).

@@ -368,9 +368,9 @@ pub trait PendingActionFfi: Send + Sync {
     // ---- Added in ABI 1.4 (xcsh-plugin-api 0.7). Every method below needs a default body. ----
 
     /// [`PendingActionFfi::apply`], with the host's services for the `resolve` call that runs
-    /// it (SPEC 3.2: an action's apply gets what `execute` gets — questions, notifications,
-    /// programs, cancellation, partial updates). A plugin before ABI 1.4 runs the default
-    /// body: its apply, which never asks the host anything.
+    /// it (docs/guide/src/pending.md: an action's apply gets what `execute` gets — questions,
+    /// notifications, programs, cancellation, partial updates). A plugin before ABI 1.4 runs the
+    /// default body: its apply, which never asks the host anything.
     fn apply_in(&self, reason: RString, ctx: ToolContextBox) -> FfiFuture<FfiOutcome> {
         drop(ctx);
         self.apply(reason)

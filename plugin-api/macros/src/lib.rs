@@ -1,6 +1,6 @@
-//! `#[tool]`: a documented async function becomes an xcsh tool (SPEC 3.2, "tools as short as
-//! TypeScript's"). Use it through `xcsh_plugin_api::tool`; its documentation, with examples,
-//! is there.
+//! `#[tool]`: a documented async function becomes an xcsh tool, as short as a TypeScript one
+//! (docs/guide/src/write.md). Use it through `xcsh_plugin_api::tool`; its documentation, with
+//! examples, is there.
 //!
 //! What it writes, for `async fn git_cleanup(ctx: ToolContext, base: Option<String>)`:
 //! the function itself (unchanged but for the attributes its parameters lent to the schema), a

@@ -214,7 +214,7 @@ pub async fn commit(plan: &Plan, changes: FileChanges) -> Result<AgentToolResult
         Err(other) => return Err(capitalized(&other.to_string())),
     }
     let total: usize = plan.files.iter().map(|f| f.edits.replacements.len()).sum();
-    // SPEC 5 spells this text with a literal "(s)", unlike the label's `{s}` plural.
+    // xcsh's own `ast_edit` spells this text with a literal "(s)", unlike the label's `{s}` plural.
     let text = format!(
         "Applied {total} replacement(s) in {} file(s).",
         plan.files.len()

@@ -1,6 +1,6 @@
-//! The `ast_edit` tool (SPEC 5): structural search-and-replace over source files with
-//! `ast-grep-core` and tree-sitter grammars, as a deferrable producer. `execute` only previews;
-//! with replacements it pushes one pending action whose `apply` writes exactly what was
+//! The `ast_edit` tool (docs/guide/src/ast-edit.md): structural search-and-replace over source
+//! files with `ast-grep-core` and tree-sitter grammars, as a deferrable producer. `execute` only
+//! previews; with replacements it pushes one pending action whose `apply` writes exactly what was
 //! previewed.
 //!
 //! It is written against `xcsh-plugin-api` like any plugin ([`AstEditTool`] implements

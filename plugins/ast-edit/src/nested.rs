@@ -1,7 +1,7 @@
 //! Matches nested in matches: `$X.unwrap()` on `a.unwrap().unwrap()` matches twice, the inner
-//! `a.unwrap()` inside the outer one's `$X`. Both are rewritten, the inner first (SPEC 5), so
-//! the result is `a.expect("e").expect("e")`, where `ast-grep -U` rewrites the outer only and
-//! xcsh's `astEdit` refuses the whole apply.
+//! `a.unwrap()` inside the outer one's `$X`. Both are rewritten, the inner first
+//! (docs/guide/src/ast-edit.md), so the result is `a.expect("e").expect("e")`, where `ast-grep -U`
+//! rewrites the outer only and xcsh's `astEdit` refuses the whole apply.
 //!
 //! How: the matches of a file form a forest by containment. Level by level, from the leaves
 //! up, the edits of one level are applied to the text, the text is parsed again, and each

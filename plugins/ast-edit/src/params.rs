@@ -1,6 +1,6 @@
 //! `ast_edit`'s arguments: the serde + schemars type the session validates calls against, and
-//! the checks whose exact messages SPEC 5 fixes. The schema is kept loose on purpose (no
-//! `minItems`, no `minimum`) so those cases reach [`check`] and get the contract's wording.
+//! the checks whose exact messages xcsh's own `ast_edit` gives. The schema is kept loose on
+//! purpose (no `minItems`, no `minimum`) so those cases reach [`check`] and get its wording.
 
 use crate::lang::Lang;
 use schemars::JsonSchema;
@@ -53,7 +53,7 @@ pub struct RewriteOp {
     pub out: String,
 }
 
-/// Arguments after the SPEC 5 checks.
+/// Arguments after the checks of xcsh's own `ast_edit`.
 #[derive(Debug, Clone)]
 pub struct Checked {
     /// `(pat, out)` pairs, in the order given.
@@ -78,7 +78,7 @@ fn non_blank(value: Option<String>) -> Option<String> {
     value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
 
-/// Run the checks SPEC 5 names, in the order the original tool ran them.
+/// Run the checks xcsh's own `ast_edit` runs, in the order the original tool ran them.
 pub fn check(params: AstEditParams) -> Result<Checked, String> {
     if params.ops.is_empty() {
         return Err("`ops` must include at least one op entry".to_owned());

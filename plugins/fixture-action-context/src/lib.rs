@@ -1,7 +1,8 @@
-//! Test fixture for SPEC 3.2, "actions use the host too": `ask_on_apply` pushes an action
-//! whose apply asks the user, notifies and runs a program through the context it is handed,
-//! and whose reject notifies; the apply keeps its context, and `use_stale_context` then tries
-//! it, to show that a context used after its action settled is a clear error.
+//! Test fixture for "Host services in `apply` and `reject`" (docs/guide/src/pending.md):
+//! `ask_on_apply` pushes an action whose apply asks the user, notifies and runs a program through
+//! the context it is handed, and whose reject notifies; the apply keeps its context, and
+//! `use_stale_context` then tries it, to show that a context used after its action settled is a
+//! clear error.
 
 use std::sync::Mutex;
 

@@ -1,6 +1,7 @@
-//! The conformance suite's tools that use the host services (SPEC 3.1): forms (elicitation),
-//! the model (sampling), and audio and embedded-resource content. Written on the typed API an
-//! author uses: `ctx.ui().form::<T>()` with a struct, `ctx.complete(..)`, `Content::Audio`.
+//! The conformance suite's tools that use the host services (docs/guide/src/ask.md): forms
+//! (elicitation), the model (sampling), and audio and embedded-resource content. Written on the
+//! typed API an author uses: `ctx.ui().form::<T>()` with a struct, `ctx.complete(..)`,
+//! `Content::Audio`.
 
 use xcsh_plugin_api::schemars::JsonSchema;
 use xcsh_plugin_api::serde::{Deserialize, Serialize};

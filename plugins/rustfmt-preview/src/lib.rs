@@ -13,10 +13,10 @@
 //! formats every out-of-line `mod` the file declares and prints each under a header of its own.
 //! It runs in the file's directory, so it finds the `rustfmt.toml` it would find for the file.
 //!
-//! `apply` writes every file or none through [`files::FileChanges`] (SPEC 2.6), each write
-//! conditioned on the file still being what the preview read: its content is compared again,
-//! and the commit's last look checks its metadata. A file edited since the preview fails the
-//! apply and is left as the user left it.
+//! `apply` writes every file or none through [`files::FileChanges`] (docs/guide/src/files.md), each
+//! write conditioned on the file still being what the preview read: its content is compared again,
+//! and the commit's last look checks its metadata. A file edited since the preview fails the apply
+//! and is left as the user left it.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -76,7 +76,7 @@ pub fn decide(
 /// The reason of a decision given by flag: `--reason`, or for `--discard` without it
 /// [`DISCARD_FLAG_REASON`] (a discard always says why: the action's `reject` receives it).
 /// `--apply` without `--reason` passes an empty reason: an apply's reason is informative only
-/// (SPEC 2.2), and the resolve block shows `No reason provided`.
+/// (docs/guide/src/pending.md), and the resolve block shows `No reason provided`.
 fn flag_reason(decision: Decision, reason: Option<&str>) -> String {
     match (decision, reason) {
         (_, Some(reason)) => reason.to_owned(),

@@ -1,5 +1,6 @@
 //! The reports the commands compute: plain data, serialisable as the JSON documents the guide's
-//! CLI reference (`docs/guide/src/cli.md`) describes for `--json`, and rendered as text by [`crate::output`].
+//! CLI reference (`docs/guide/src/cli.md`) describes for `--json`, and rendered as text by
+//! [`crate::output`].
 //!
 //! Keeping what a command found apart from how it is shown means the text and the JSON forms
 //! can never disagree, and a command is tested by what it computes. Field names are the JSON
@@ -98,8 +99,8 @@ pub struct PolicyReport {
 }
 
 /// What a plugin process of `check` may do with the repository its working directory is in
-/// (SPEC 3.2): read its git directory and workspace files above the working directory, not
-/// write them unless `--allow-write` grants them.
+/// (docs/guide/src/isolation.md): read its git directory and workspace files above the working
+/// directory, not write them unless `--allow-write` grants them.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RepositoryReport {

@@ -1,8 +1,8 @@
-//! The terminal as a plugin's user (SPEC 3.1): `call` and `demo` answer a plugin's questions
-//! on the terminal, through the `inquire` crate (prompts that say how they ended: a key's
-//! answer, `Esc`, or `Ctrl-C`, each as its own outcome, which is what a withdrawn question
-//! and a cancelled call need; the other well-kept crate, `dialoguer`, reports `Ctrl-C` as an
-//! I/O error, or not at all).
+//! The terminal as a plugin's user (docs/guide/src/ask.md): `call` and `demo` answer a plugin's
+//! questions on the terminal, through the `inquire` crate (prompts that say how they ended: a key's
+//! answer, `Esc`, or `Ctrl-C`, each as its own outcome, which is what a withdrawn question and a
+//! cancelled call need; the other well-kept crate, `dialoguer`, reports `Ctrl-C` as an I/O error,
+//! or not at all).
 //!
 //! - `Esc` dismisses a question: its default answer (`confirm` no, `select`/`input` none, a
 //!   form cancelled);

@@ -1,6 +1,6 @@
-//! Matches nested in matches (SPEC 5): both rewritten, the inner first, each previewed and
-//! counted; a limit keeps or cuts a group whole; overlaps, runaway nesting and an outer match
-//! undone by its inner rewrite are refused with nothing written.
+//! Matches nested in matches (docs/guide/src/ast-edit.md): both rewritten, the inner first, each
+//! previewed and counted; a limit keeps or cuts a group whole; overlaps, runaway nesting and an
+//! outer match undone by its inner rewrite are refused with nothing written.
 
 use serde_json::json;
 

@@ -1,4 +1,5 @@
-//! Argument errors: each SPEC 5 message, unknown and disabled languages, invalid patterns.
+//! Argument errors: each message of xcsh's own `ast_edit`, unknown and disabled languages,
+//! invalid patterns.
 
 use serde_json::json;
 

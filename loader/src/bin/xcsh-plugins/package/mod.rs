@@ -1,4 +1,4 @@
-//! Packing a native tool for every host's installer, and installing one (SPEC 10).
+//! Packing a native tool for every host's installer, and installing one (docs/guide/src/ship.md).
 //!
 //! - [`pack`]: `xcsh-plugins pack FOLDER`, from a `NAME.xcsh-plugin/` folder to npm packages,
 //!   `.mcpb` bundles and a folder archive;

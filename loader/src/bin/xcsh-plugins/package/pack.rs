@@ -1,5 +1,5 @@
 //! `xcsh-plugins pack FOLDER`: one native tool, from its `NAME.xcsh-plugin/` folder, as every
-//! host's installer takes it (SPEC 10):
+//! host's installer takes it (docs/guide/src/ship.md):
 //!
 //! - npm: a main package (`omp` manifest for xcsh's runtime, a `bin` serving the tool over MCP
 //!   for `npx -y`, and our own `xcsh` manifest) depending on the `@xcsh/native-plugins` version
