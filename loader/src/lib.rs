@@ -26,18 +26,21 @@
 //!
 //! # Where things are
 //!
-//! The modules follow a call's way through the host, each using only those above it:
+//! The modules follow a call's way through the host, each using only those above it (one
+//! exception, to be turned around: `load` starts the probe of `isolate` before a first
+//! in-process `dlopen`):
 //!
 //! | module | what it is for |
 //! |---|---|
+//! | `sync`, `cancel` | a lock that survives a panic; the cancellation token of a call |
+//! | `sys`, [`plugin_log`] | the operating-system calls (`rustix`), the `dlopen`, the sandbox; where plugins' log lines go |
 //! | [`messages`] | every exact string of the contract, once |
-//! | `sys` | the operating-system calls (`rustix`), and the `dlopen` |
-//! | [`store`] | the [`PendingActionStore`] and its [`PendingAction`]s |
-//! | [`tool`] | what the session runs: the [`Tool`] trait, its spec, call context and outcome |
 //! | [`load`] | discover → check → trust → open a plugin library; [`LoadError`] |
+//! | [`store`], `recovery` | the [`PendingActionStore`] and its [`PendingAction`]s; finishing applies a killed process left |
+//! | [`services`] | what a host offers a running call besides the store: questions, notifications, the model |
+//! | [`tool`] | what the session runs: the [`Tool`] trait, its spec, call context and outcome |
+//! | `plugin_abi`, [`resolve`] | plugin tools and actions as [`Tool`]s and [`PendingAction`]s; the `resolve` tool, tool-choice steering, the renderer |
 //! | [`isolate`] | process isolation: each plugin library in a child process (`xcsh-plugin-host`) |
-//! | `plugin_abi` | the host side of the plugin ABI: plugin tools and actions as [`Tool`]s and [`PendingAction`]s |
-//! | [`resolve`] | the `resolve` tool, tool-choice steering, the renderer |
 //! | [`session`] | [`Session`] and [`SessionBuilder`]: loading into a session, validating and running calls, reloading changed plugin files |
 //! | `mcp` | the MCP server (cargo feature `mcp`) |
 //!
@@ -56,6 +59,7 @@ pub mod mcp;
 pub mod messages;
 mod plugin_abi;
 pub mod plugin_log;
+mod recovery;
 pub mod resolve;
 pub mod services;
 pub mod session;

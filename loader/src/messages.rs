@@ -14,8 +14,8 @@ use crate::sys::sandbox::{Confinement, Enforcement};
 pub use xcsh_plugin_api::{NO_PENDING_ACTION, STORE_UNAVAILABLE};
 
 /// What a tool of a plugin answers when the plugin's file changed and its new content cannot
-/// be used (`error` names the file and the cause).
-pub fn reload_failed(error: &crate::load::LoadError) -> String {
+/// be used (`error`, a load error, names the file and the cause).
+pub fn reload_failed(error: &impl std::fmt::Display) -> String {
     format!(
         "{error}\nThe plugin file changed while the session ran and its new content cannot be \
          used, so its tools are unavailable until the file is fixed (the version loaded before \

@@ -103,7 +103,7 @@ impl ActionHandle {
     /// undo it now, as the next session would, and say which.
     async fn apply_cut_short(&self, cause: &str) -> String {
         let cwd = self.connection.cwd.clone();
-        let recover = move || crate::session::recovery::recover_interrupted_applies(&cwd);
+        let recover = move || crate::recovery::recover_interrupted_applies(&cwd);
         let recovered = tokio::task::spawn_blocking(recover)
             .await
             .unwrap_or_default();

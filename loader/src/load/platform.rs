@@ -391,8 +391,8 @@ pub struct LibraryHeaders {
 
 /// Read what the library at `path` was built for, and the plugin API its marker names.
 /// Nothing of it is loaded.
-pub fn read_headers(path: &std::path::Path) -> Result<LibraryHeaders, crate::LoadError> {
-    let error = |kind| crate::LoadError::new(path, kind);
+pub fn read_headers(path: &std::path::Path) -> Result<LibraryHeaders, super::LoadError> {
+    let error = |kind| super::LoadError::new(path, kind);
     let file = std::fs::File::open(path).map_err(|e| {
         error(LoadErrorKind::Unreadable {
             cause: e.to_string(),

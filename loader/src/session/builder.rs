@@ -371,7 +371,7 @@ impl SessionBuilder {
     /// [`Session::load_errors`]; loading goes on with the next file.
     pub fn build(mut self) -> Session {
         // Before any tool runs or any plugin is loaded: the tree as a whole, old or new.
-        let recovered_applies = super::recovery::recover_interrupted_applies(&self.cwd);
+        let recovered_applies = crate::recovery::recover_interrupted_applies(&self.cwd);
         let store = self.with_store.then(|| Arc::new(PendingActionStore::new()));
         let steering = Arc::new(SteeringQueue::default());
         let reminders = store.as_ref().map(|store| {

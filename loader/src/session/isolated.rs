@@ -19,7 +19,7 @@ use crate::isolate::Isolation;
 use crate::load::discovery::Candidate;
 use crate::load::open::descriptor_for_child;
 use crate::load::{LoadError, LoadErrorKind};
-use crate::sandbox::Enforcement;
+use crate::sys::sandbox::Enforcement;
 use crate::sys::sandbox::{EnclosingRepository, SandboxPolicy};
 
 use super::builder::Loader;

@@ -16,7 +16,6 @@ mod definitions;
 mod idle_policy;
 #[cfg(plugin_processes)]
 mod isolated;
-pub(crate) mod recovery;
 mod registry;
 mod reload;
 
@@ -57,7 +56,7 @@ pub struct LoadedPlugin {
     /// Where its code runs.
     pub isolation: Isolation,
     /// What its process's sandbox enforces; `None` in-process (no sandbox).
-    pub sandbox: Option<crate::sandbox::Confinement>,
+    pub sandbox: Option<crate::sys::sandbox::Confinement>,
 }
 
 /// One agent session: its tools, its store, its steering queue.

@@ -1,7 +1,7 @@
 //! What a plugin's child process may do: an environment of named variables only, reads
 //! confined to the system's directories and the paths the session names, writes confined to
 //! chosen directories (Landlock), optionally no network at all (a seccomp filter, see
-//! [`super::network`], with Landlock's TCP rules as a further layer), and resource limits
+//! `sys::network`, with Landlock's TCP rules as a further layer), and resource limits
 //! (rlimits). The environment is set by the host when it starts the child; everything else is
 //! applied by the child to itself, after it started and before the plugin is loaded, so
 //! nothing of the plugin runs unconfined.
@@ -374,7 +374,7 @@ pub struct Confinement {
     pub network: Enforcement,
     /// The Landlock ABI version in use, `0` when the kernel has none.
     pub landlock_abi: u32,
-    /// Whether the seccomp filter of [`super::network`] is installed.
+    /// Whether the seccomp filter of `sys::network` is installed.
     #[serde(default)]
     pub seccomp: bool,
     /// Whether every process the plugin starts lives in a PID namespace that ends with its
