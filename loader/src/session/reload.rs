@@ -241,15 +241,14 @@ impl Session {
         let Some(watched) = watched.filter(|w| w.isolation == Isolation::Process) else {
             return Ok(Some(registered));
         };
-        let reloaded = self.refresh(watched, true).await.is_some();
+        self.refresh(watched, true).await;
         if let Some(failure) = lock(&watched.failure).clone() {
             return Err(failure);
         }
-        Ok(if reloaded {
-            self.registry().get(name).cloned()
-        } else {
-            Some(registered)
-        })
+        // Looked up again even when this call reloaded nothing: a reload running beside it
+        // (the MCP server's every second) may have swapped the plugin's tools while `refresh`
+        // waited for it, and `registered` would be the old process's.
+        Ok(self.registry().get(name).cloned())
     }
 
     /// Reload `watched` if its file changed, or (`retry_failed`) if its last reload failed.
