@@ -8,6 +8,10 @@ use std::path::Path;
 
 use xcsh_plugin_api::files::{recover, Recovered, RecoveryOutcome};
 
+/// The log target recovery writes under: the one it had as `session::recovery`, so the
+/// filters users and hosts set (`xcsh_loader::session=info`, the CLI's default) still show it.
+const LOG_TARGET: &str = "xcsh_loader::session::recovery";
+
 /// Recover `cwd`'s interrupted applies, each one told in the log (a warning: the user's files
 /// were changed, or could not be).
 pub(crate) fn recover_interrupted_applies(cwd: &Path) -> Vec<Recovered> {
@@ -15,14 +19,15 @@ pub(crate) fn recover_interrupted_applies(cwd: &Path) -> Vec<Recovered> {
         Ok(recovered) => {
             for commit in &recovered {
                 match commit.outcome {
-                    RecoveryOutcome::Discarded => tracing::info!("{commit}"),
-                    _ => tracing::warn!("{commit}"),
+                    RecoveryOutcome::Discarded => tracing::info!(target: LOG_TARGET, "{commit}"),
+                    _ => tracing::warn!(target: LOG_TARGET, "{commit}"),
                 }
             }
             recovered
         }
         Err(error) => {
             tracing::warn!(
+                target: LOG_TARGET,
                 "cannot check {} for interrupted applies: {error}",
                 cwd.join(xcsh_plugin_api::files::JOURNAL_DIR).display()
             );
