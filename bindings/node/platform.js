@@ -126,7 +126,7 @@ function missingAddonMessage(target, candidates, envName) {
   return (
     `@xcsh/native-plugins: no native addon for this platform (${target.key}). Looked for ${looked}. ` +
     `To fix: ${install}or build it from source in a checkout of the repository with ` +
-    "`cargo build --release -p xcsh-native-plugins-node -p xcsh-loader`; or set " +
+    "`cargo build --release -p xcsh-native-plugins-node -p xcsh-plugins`; or set " +
     `${envName} to a built addon`
   );
 }

@@ -45,9 +45,10 @@
 //! | `mcp` | the MCP server (cargo feature `mcp`) |
 //!
 //! Cargo features: `ast-edit` (the built-in `ast_edit`, from the `xcsh-ast-edit` plugin
-//! crate), `ast-edit-all-languages` (every grammar), `mcp` (the MCP server) and `cli` (the
-//! `xcsh-plugins` binary, with every grammar), on by default. With `default-features = false`
-//! the crate builds a session and nothing else.
+//! crate) and `mcp` (the MCP server), on by default; `ast-edit-all-languages` (every grammar)
+//! and `publisher-keys` (packed tools' signatures). With `default-features = false` the crate
+//! builds a session and nothing else. The programs `xcsh-plugins` and `xcsh-plugin-host` are
+//! the package of that name (`loader/cli`), so an embedder builds neither.
 
 #![warn(missing_docs)]
 

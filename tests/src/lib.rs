@@ -67,7 +67,7 @@ fn build(release: bool, extra: &[&str]) -> Result<Artifacts, String> {
     command
         .current_dir(workspace_root())
         .args(["build", "--message-format=json-render-diagnostics"])
-        .args(["-p", "xcsh-loader", "-p", "xcsh-native-plugins-node"]);
+        .args(["-p", "xcsh-plugins", "-p", "xcsh-native-plugins-node"]);
     for package in PLUGIN_PACKAGES {
         command.args(["-p", package]);
     }

@@ -18,7 +18,7 @@ const platform = require("../platform.js");
 
 const PACKAGE_DIR = path.join(__dirname, "..");
 const REPO_DEBUG = path.join(PACKAGE_DIR, "..", "..", "target", "debug");
-const BUILD = "`cargo build --release -p xcsh-native-plugins-node -p xcsh-loader`";
+const BUILD = "`cargo build --release -p xcsh-native-plugins-node -p xcsh-plugins`";
 
 test("each platform with a prebuilt addon maps to its package and addon file", () => {
   const cases = [

@@ -36,10 +36,19 @@ use std::path::PathBuf;
 #[cfg(plugin_processes)]
 pub use child::child_main;
 
+/// The `main` of `xcsh-plugin-host` where process isolation is not built: it says so and
+/// exits with 2.
+#[cfg(not(plugin_processes))]
+pub fn child_main() -> std::process::ExitCode {
+    eprintln!("xcsh-plugin-host: process isolation is only available on Linux, macOS and Windows");
+    std::process::ExitCode::from(2)
+}
+
 /// The environment variable naming the `xcsh-plugin-host` executable.
 pub const PLUGIN_HOST_ENV: &str = "XCSH_PLUGIN_HOST";
 
-/// The name of the child executable the loader crate ships.
+/// The name of the child executable (shipped beside `xcsh-plugins`, by the `xcsh-plugins`
+/// package).
 pub const PLUGIN_HOST_BIN: &str = "xcsh-plugin-host";
 
 /// Where a session runs plugin code.

@@ -4,6 +4,10 @@
 //! and the user's tool directories), lists them, and runs one tool call in a fresh session,
 //! finishing any pending action it leaves with an explicit decision.
 //!
+//! It is a package of its own, the top layer over `xcsh-loader`, so that the compiler holds the
+//! line between them (this code sees only the library's public API) and an embedder of the
+//! library compiles none of the argument parsing, terminal prompts and archive formats here.
+//!
 //! The binary is a thin layer over the library: each command computes a plain report
 //! (`report`) from `xcsh_loader`'s public API and hands it to `output`, the one place that
 //! writes text or `--json`. A command that cannot produce a report returns a [`CliError`],

@@ -622,7 +622,9 @@ mod tests {
     /// project: they are read when the test runs rather than compiled in, so that such a copy
     /// still builds its tests.
     fn readme_command_lines() -> Option<Vec<Vec<String>>> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .nth(2)?;
         if !root.join("Cargo.toml").is_file() {
             return None;
         }

@@ -2,7 +2,7 @@
 //!
 //! The crate depends on `xcsh-plugin-api` by path when its sources are known: `--api-path`, or
 //! the checkout this binary was built from while it still exists (so the plugin matches the
-//! host exactly, also for a copy installed with `cargo install --path loader`). Otherwise, or
+//! host exactly, also for a copy installed with `cargo install --path loader/cli`). Otherwise, or
 //! with `--published`, it depends on the published version. The command says which it chose.
 
 use std::io::Write;
@@ -91,8 +91,10 @@ fn api_dir_at(dir: &Path, cwd: &Path) -> Result<PathBuf, CliError> {
 
 /// Where this binary's `xcsh-plugin-api` sources are, if they still exist.
 fn local_api_dir() -> Option<PathBuf> {
+    // loader/cli → the repository's plugin-api/.
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()?
+        .ancestors()
+        .nth(2)?
         .join("plugin-api");
     dir.join("Cargo.toml").is_file().then_some(dir)
 }

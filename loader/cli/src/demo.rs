@@ -69,13 +69,13 @@ impl SamplePlugin {
     ) -> Result<xcsh_loader::SessionBuilder, CliError> {
         match self {
             SamplePlugin::Library(path) => Ok(builder.plugin(path)),
-            #[cfg(not(feature = "cli-builtins"))]
+            #[cfg(not(feature = "builtins"))]
             SamplePlugin::CompiledIn => Err(CliError::Failure(format!(
                 "this xcsh-plugins is the lean build (no compiled-in tools) and there is no {} \
-                 next to it; run the demo with the full build (`cargo install --locked xcsh-loader`)",
+                 next to it; run the demo with the full build (`cargo install --locked xcsh-plugins`)",
                 sample_library_name()
             ))),
-            #[cfg(feature = "cli-builtins")]
+            #[cfg(feature = "builtins")]
             SamplePlugin::CompiledIn => {
                 // The factory `export_plugin!` defines in the sample crate, run through the
                 // plugin ABI without `dlopen`.
