@@ -51,6 +51,8 @@
 //! the package of that name (`loader/cli`), so an embedder builds neither.
 
 #![warn(missing_docs)]
+// `unsafe` only where a library is opened (`load::open`) and in the system calls (`sys`).
+#![deny(unsafe_code)]
 
 mod cancel;
 pub mod isolate;
@@ -66,6 +68,7 @@ pub mod services;
 pub mod session;
 pub mod store;
 mod sync;
+#[allow(unsafe_code)]
 mod sys;
 pub mod tool;
 

@@ -16,6 +16,16 @@ pub(crate) fn read<T: ?Sized>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The value behind `lock`, borrowed exclusively (no locking), recovering from poisoning.
+pub(crate) fn rw_get_mut<T: ?Sized>(lock: &mut RwLock<T>) -> &mut T {
+    lock.get_mut().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The value behind `mutex`, borrowed exclusively (no locking), recovering from poisoning.
+pub(crate) fn mutex_get_mut<T: ?Sized>(mutex: &mut Mutex<T>) -> &mut T {
+    mutex.get_mut().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// Take `lock` for writing, recovering from poisoning.
 pub(crate) fn write<T: ?Sized>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(PoisonError::into_inner)

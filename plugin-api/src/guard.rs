@@ -68,13 +68,28 @@ pub(crate) fn install_panic_hook(keep_previous: bool) {
     });
 }
 
-/// The message of a caught panic, with its location when the hook recorded one.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    let text = payload
+/// The text of a caught panic: its message (what `panic!` was given), or "a panic without a
+/// message" for a payload that is neither a `&str` nor a `String`.
+///
+/// For a plugin that joins threads of its own and wants to report their panics; the plugin's
+/// tool calls need nothing like it (their panics already come back as errors). The loader, the
+/// built-in tools and the Node binding use this one too.
+///
+/// ```
+/// let caught = std::panic::catch_unwind(|| panic!("disk on fire")).unwrap_err();
+/// assert_eq!(xcsh_plugin_api::panic_text(&*caught), "disk on fire");
+/// ```
+pub fn panic_text(payload: &(dyn Any + Send)) -> String {
+    payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic payload".to_owned());
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
+/// The message of a caught panic, with its location when the hook recorded one.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    let text = panic_text(payload);
     match LAST_PANIC_LOCATION.with(|last| last.borrow_mut().take()) {
         Some(location) => format!("plugin panicked at {location}: {text}"),
         None => format!("plugin panicked: {text}"),

@@ -64,7 +64,8 @@
 //!   `xcsh_plugin_api::tokio`.
 //! - `testing`: `testing::PluginTest`, an in-process host for unit tests of `execute`,
 //!   `apply` and `reject` (no loader, no `.so`).
-
+// `unsafe` only behind `export_plugin!` (the `export` module): an author writes none.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod api;
@@ -74,6 +75,7 @@ mod compat;
 mod error;
 pub mod exec;
 #[doc(hidden)]
+#[allow(unsafe_code)]
 pub mod export;
 pub mod files;
 pub mod form;
@@ -125,6 +127,7 @@ pub use compat::{
 pub use error::PluginError;
 pub use exec::{ExecOptions, ExecOutput, ExecRequest, DEFAULT_MAX_OUTPUT, MAX_RUNNING_PROGRAMS};
 pub use form::form_schema;
+pub use guard::panic_text;
 pub use host::{
     CompletionRequest, EarlierResult, ModelInfo, NotifyLevel, SessionEvent, SessionReason, NO_MODEL,
 };

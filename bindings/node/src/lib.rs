@@ -19,6 +19,8 @@
 //!   running call holds the event loop (`index.js` keeps a timer while any runs);
 //! - plugin code never runs on the JS thread, so a push can wait for JS without deadlock.
 
+#![deny(unsafe_code)]
+
 mod calls;
 mod host;
 mod publisher;
@@ -798,11 +800,4 @@ async fn run_call(
     }
 }
 
-/// A panic payload's message.
-pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|text| (*text).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned())
-}
+pub(crate) use xcsh_plugin_api::panic_text;

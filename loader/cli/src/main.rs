@@ -14,6 +14,8 @@
 //! which `main` reports once. Exit codes are the guide's (docs/guide/src/cli.md): 0 success, 1 a tool error, a
 //! failed resolve or a load problem, 2 bad usage.
 
+#![deny(unsafe_code)]
+
 use std::process::ExitCode;
 
 mod call;

@@ -48,13 +48,7 @@ pub(crate) enum Verdict {
 pub(crate) fn probe(path: &Path, descriptor: &std::fs::File, host: Option<&Path>) -> Verdict {
     let host = match super::find_plugin_host(host.map(Path::to_path_buf).as_ref()) {
         Ok(host) => host,
-        Err(why) => {
-            tracing::warn!(
-                "{} is loaded without a probe first, so a damaged file could crash this process: {why}",
-                path.display()
-            );
-            return Verdict::NotRun;
-        }
+        Err(why) => return not_run(path, why),
     };
     match run(path, descriptor, &host) {
         Ok(()) => Verdict::Passed,
@@ -62,18 +56,21 @@ pub(crate) fn probe(path: &Path, descriptor: &std::fs::File, host: Option<&Path>
     }
 }
 
+/// Warn that `path` is loaded without a probe, and why; [`Verdict::NotRun`].
+fn not_run(path: &Path, why: impl std::fmt::Display) -> Verdict {
+    tracing::warn!(
+        "{} is loaded without a probe first, so a damaged file could crash this process: {why}",
+        path.display()
+    );
+    Verdict::NotRun
+}
+
 /// [`probe`] with `host` found; `Err` for anything but [`Verdict::Passed`].
 fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Verdict> {
     let fail =
         |cause: String| Verdict::Failed(LoadError::new(path, LoadErrorKind::ProbeFailed { cause }));
-    let not_started = |cause: String| {
-        tracing::warn!(
-            "{} is loaded without a probe first, so a damaged file could crash this process: cannot start {}: {cause}",
-            path.display(),
-            host.display()
-        );
-        Verdict::NotRun
-    };
+    let not_started =
+        |cause: String| not_run(path, format!("cannot start {}: {cause}", host.display()));
     let scratch = tempfile::Builder::new()
         .prefix("xcsh-probe-")
         .tempdir()
@@ -174,13 +171,15 @@ fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Verdi
         // architecture), or no sandbox could be set up. Loaded without a probe, as with none.
         _ if !started_probing => {
             let how = status.map_or_else(|| "ended".to_owned(), spawn::describe_exit);
-            tracing::warn!(
-                "{} is loaded without a probe first, so a damaged file could crash this process: {} {how} before it loaded anything{}",
-                path.display(),
-                host.display(),
-                last_words(&printed).map(|line| format!(" ({line})")).unwrap_or_default()
-            );
-            Err(Verdict::NotRun)
+            let said = last_words(&printed).map(|line| format!(" ({line})"));
+            Err(not_run(
+                path,
+                format!(
+                    "{} {how} before it loaded anything{}",
+                    host.display(),
+                    said.unwrap_or_default()
+                ),
+            ))
         }
         Ok(ChildMessage::Probed { error: None }) => Ok(()),
         Ok(ChildMessage::Probed { error: Some(kind) }) => {

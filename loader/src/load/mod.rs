@@ -20,6 +20,7 @@
 pub(crate) mod cache;
 pub mod discovery;
 mod error;
+#[allow(unsafe_code)]
 pub mod open;
 pub mod platform;
 pub mod plugin_folder;

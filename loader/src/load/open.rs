@@ -371,11 +371,7 @@ fn init_root_module(
             )
         })
         .map_err(|panic| {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let message = xcsh_plugin_api::panic_text(&*panic);
             LibraryError::AbiInstability(RBoxError::from_fmt(&format_args!(
                 "the layout data the file carries is damaged: checking it failed ({message})"
             )))

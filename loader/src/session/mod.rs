@@ -123,7 +123,7 @@ impl Session {
 
     /// While building: register `tool` after the others.
     fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), LoadError> {
-        let registry = self.registry.get_mut().unwrap_or_else(|p| p.into_inner());
+        let registry = crate::sync::rw_get_mut(&mut self.registry);
         Arc::make_mut(registry).register(tool)
     }
 
@@ -151,15 +151,12 @@ impl Session {
                 Ok((library, file))
             })
             .and_then(|(library, file)| {
-                self.plugins
-                    .get_mut()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(LoadedPlugin {
-                        path: candidate.path.clone(),
-                        api_version: library.api_version(),
-                        isolation: Isolation::InProcess,
-                        sandbox: None,
-                    });
+                crate::sync::rw_get_mut(&mut self.plugins).push(LoadedPlugin {
+                    path: candidate.path.clone(),
+                    api_version: library.api_version(),
+                    isolation: Isolation::InProcess,
+                    sandbox: None,
+                });
                 plugin_tools(
                     library,
                     &file,
@@ -198,14 +195,8 @@ impl Session {
         if let Some(deferred) = deferred {
             lock(&self.deferred).insert(plugin.path.clone(), Arc::new(deferred));
         }
-        self.children
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(children);
-        self.plugins
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(plugin);
+        crate::sync::mutex_get_mut(&mut self.children).extend(children);
+        crate::sync::rw_get_mut(&mut self.plugins).push(plugin);
         for tool in tools {
             if let Err(error) = self.register(Arc::new(tool)) {
                 self.load_errors.push(error);

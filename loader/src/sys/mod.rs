@@ -1,7 +1,11 @@
 //! The operating-system calls behind loading, in one place: who we are, opening a file
 //! without following links, handing an already opened file (or a sealed in-memory copy) to
-//! the dynamic loader. Written on `rustix`; the only `unsafe` left is the `dlopen` itself
-//! (in `dl`), glibc's `malloc_trim` (in `heap`) and its version ([`glibc_version`]), where every block says why it holds.
+//! the dynamic loader, starting and containing plugin processes. Written on `rustix` where it
+//! can be; the `unsafe` that is left, each block saying why it holds, is the `dlopen` itself
+//! (`dl`), a plugin process's containment (`contain`: `unshare`, `fork`, `waitpid`) and start
+//! (`spawn`: inherited descriptors, Windows' Job Objects and handles), glibc's `malloc_trim`
+//! (`heap`) and its version ([`glibc_version`]). With `load::open`, this is the only module
+//! the crate root's `#![deny(unsafe_code)]` allows it in.
 //!
 //! How a checked plugin reaches the dynamic loader ([`load`]):
 //! - [`LoadSource::Opened`]: the descriptor the checks were made on, through

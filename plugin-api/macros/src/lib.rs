@@ -10,6 +10,8 @@
 //! and calls the function. Everything it cannot turn into a tool is a compile error that names
 //! the parameter or the option at fault.
 
+#![deny(unsafe_code)]
+
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote, quote_spanned};

@@ -770,14 +770,9 @@ impl CommitFuture {
                     make(changes, &Cancel(&worker.cancel))
                 }));
                 worker.end(outcome.unwrap_or_else(|panic| {
-                    let message = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| (*s).to_owned())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "unknown panic".to_owned());
                     Err(CommitError::Io {
                         what: "the commit failed internally (its changes were undone)".to_owned(),
-                        source: io::Error::other(message),
+                        source: io::Error::other(crate::panic_text(&*panic)),
                     })
                 }));
             });

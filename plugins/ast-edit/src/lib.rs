@@ -10,6 +10,8 @@
 //! Flow: `params` checks the arguments, `walk` lists the files, `search` matches them in
 //! parallel, `preview` renders the result, and `apply` writes the plan when `resolve` applies.
 
+#![deny(unsafe_code)]
+
 mod apply;
 mod lang;
 mod nested;
@@ -271,12 +273,10 @@ fn per_file_actions(plan: Plan) -> Vec<CustomToolPendingAction> {
 /// Run `work`, turning a panic into an error instead of letting it unwind.
 fn guarded<T>(work: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
-        let message = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".to_owned());
-        Err(format!("ast_edit failed internally: {message}"))
+        Err(format!(
+            "ast_edit failed internally: {}",
+            xcsh_plugin_api::panic_text(&*panic)
+        ))
     })
 }
 

@@ -6,6 +6,8 @@
 //! stale preview nor an interrupted apply (cancelled, or killed mid-batch and recovered by the
 //! next session) leaves some files renamed and others not.
 
+#![deny(unsafe_code)]
+
 use std::path::PathBuf;
 
 use xcsh_plugin_api::*;

@@ -3,6 +3,8 @@
 //! `xcsh_loader::isolate`. Not meant to be run by hand. It ships in this package, beside
 //! `xcsh-plugins`, so that one `cargo install` puts both where the CLI finds its plugin host.
 
+#![deny(unsafe_code)]
+
 fn main() -> std::process::ExitCode {
     xcsh_loader::isolate::child_main()
 }
