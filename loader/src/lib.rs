@@ -37,7 +37,7 @@
 //! | [`messages`] | every exact string of the contract, once |
 //! | [`load`] | discover → check → trust → open a plugin library; [`LoadError`] |
 //! | [`store`], `recovery` | the [`PendingActionStore`] and its [`PendingAction`]s; finishing applies a killed process left |
-//! | [`services`] | what a host offers a running call besides the store: questions, notifications, the model |
+//! | [`services`], [`forward`] | what a host offers a running call besides the store: questions, notifications, the model; those services passed on over a link, and numbered requests waiting for answers |
 //! | [`tool`] | what the session runs: the [`Tool`] trait, its spec, call context and outcome |
 //! | `plugin_abi`, [`resolve`] | plugin tools and actions as [`Tool`]s and [`PendingAction`]s; the `resolve` tool, tool-choice steering, the renderer |
 //! | [`isolate`] | process isolation: each plugin library in a child process (`xcsh-plugin-host`) |
@@ -55,6 +55,7 @@
 #![deny(unsafe_code)]
 
 mod cancel;
+pub mod forward;
 pub mod isolate;
 pub mod load;
 #[cfg(feature = "mcp")]

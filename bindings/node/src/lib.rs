@@ -168,9 +168,9 @@ struct Shared {
     options: Mutex<Option<SessionOptions>>,
     /// Where calls' host-service requests go (`None`: no host services, the defaults of
     /// docs/guide/src/ask.md).
-    services: Option<Arc<host::ServiceFunction>>,
+    services: Option<Arc<host::RuntimeLink>>,
     /// The requests sent there and not yet answered.
-    answers: Arc<host::Answers>,
+    answers: Arc<xcsh_loader::forward::HostAnswers>,
 }
 
 /// A session event as `index.js` forwards it (`onSession`'s event, with the earlier tool
@@ -235,7 +235,7 @@ impl NativeSession {
                 closed: AtomicBool::new(false),
                 timeout,
                 options: Mutex::new(Some(options)),
-                services: service.map(Arc::new),
+                services: service.map(|function| Arc::new(host::RuntimeLink(function))),
                 answers: Arc::default(),
             }),
         })
@@ -244,9 +244,8 @@ impl NativeSession {
     /// The answer to host request `request` (see [`host`]): a `HostReply` as JSON when `ok`,
     /// the error message otherwise. Returns whether the request was still waiting.
     #[napi(catch_unwind)]
-    pub fn answer_service(&self, request: u32, ok: bool, json: String) -> bool {
-        let answer = if ok { Ok(json) } else { Err(json) };
-        self.shared.answers.answer(request, answer)
+    pub fn answer_service(&self, request: i64, ok: bool, json: String) -> bool {
+        host::answer(&self.shared.answers, request, ok, json)
     }
 
     /// Tell every tool of a session event (`onSession`'s, as JSON: `reason`,
@@ -511,7 +510,7 @@ impl NativeSession {
         let outcome = self.settle_until(id, apply, reason, ctx).await;
         drop(aborts);
         if let Some(host) = &host {
-            host.delivered().await;
+            host::delivered(host).await;
         }
         outcome
     }
@@ -583,17 +582,16 @@ impl NativeSession {
     /// `facts_json` (a `HostFacts`) says whether a UI can answer and which model the session
     /// has; absent or unreadable, neither.
     fn call_services(&self, call: u32, facts_json: Option<&str>) -> Option<Arc<host::RuntimeHost>> {
-        let function = self.shared.services.as_ref()?;
+        let link = self.shared.services.as_ref()?;
         let facts = facts_json
             .and_then(|json| serde_json::from_str(json).ok())
             .unwrap_or_default();
-        Some(Arc::new(host::RuntimeHost {
+        Some(Arc::new(host::runtime_host(
             call,
             facts,
-            function: Arc::clone(function),
-            answers: Arc::clone(&self.shared.answers),
-            told: Mutex::default(),
-        }))
+            Arc::clone(link),
+            Arc::clone(&self.shared.answers),
+        )))
     }
 
     /// [`NativeSession::settle`], until `cancel` fires.
@@ -788,7 +786,7 @@ async fn run_call(
         paced.finish().await;
     }
     if let Some(host) = &host {
-        host.delivered().await;
+        host::delivered(host).await;
     }
     if outcome.is_error {
         return (false, outcome.text());

@@ -196,7 +196,7 @@ struct Shared {
     /// Polls plugin futures (`Handle::block_on`); they bring their own runtime.
     runtime: tokio::runtime::Handle,
     /// The calls' host-service requests waiting for the host's reply.
-    requests: Arc<services::Requests>,
+    requests: Arc<crate::forward::HostAnswers>,
     /// Where the sandbox lets the plugin write (canonical), told to `exec`; `None` unconfined.
     writable: Option<Arc<[PathBuf]>>,
     cwd: PathBuf,
@@ -321,7 +321,7 @@ fn work(shared: &Arc<Shared>) -> i32 {
                 continue;
             }
             HostMessage::ServiceReply { request, reply } => {
-                shared.requests.answered(request, reply);
+                shared.requests.answer(request, reply);
                 continue;
             }
             HostMessage::Shutdown => return stop(shared),
@@ -365,6 +365,8 @@ fn ended(shared: &Shared, number: u64) {
 /// they have ended (an apply's undo is never cut short by the exit), for at most the grace
 /// period (after which the host kills this process anyway). Returns the exit status.
 fn stop(shared: &Shared) -> i32 {
+    // A question waiting for the host fails at once: nobody will answer it.
+    shared.requests.close();
     let calls = lock(&shared.calls);
     for cancel in calls.values() {
         cancel.cancel();
@@ -383,12 +385,12 @@ fn remote_services(
     facts: xcsh_plugin_api::host::HostFacts,
     cancel: &CancelToken,
 ) -> crate::services::CallServices {
-    crate::services::SessionServices::new(Arc::new(services::RemoteHost {
+    crate::services::SessionServices::new(Arc::new(crate::forward::ForwardedHost::new(
         call,
         facts,
-        outgoing: Arc::clone(&shared.outgoing),
-        requests: Arc::clone(&shared.requests),
-    }))
+        Arc::clone(&shared.outgoing),
+        Arc::clone(&shared.requests),
+    )))
     .confined_to(shared.writable.clone())
     .for_call_with(None, cancel.clone())
 }
