@@ -21,7 +21,7 @@ use crate::services::{
 };
 use crate::store::BoxFuture;
 use crate::sync::lock;
-use crate::tool::ToolError;
+use crate::tool::PluginError;
 
 /// Numbered requests waiting for their answers. Numbers start at 1 and are never reused.
 pub struct Pending<T> {
@@ -98,7 +98,7 @@ pub trait HostLink: Send + Sync + 'static {
 pub type HostAnswers = Pending<Result<HostReply, String>>;
 
 /// A notification's acknowledgement, awaited by [`ForwardedHost::delivered`].
-type Acknowledgement = BoxFuture<Result<HostReply, ToolError>>;
+type Acknowledgement = BoxFuture<Result<HostReply, PluginError>>;
 
 /// One call's host services, forwarded over a [`HostLink`]. The rules every host shares
 /// (defaults without a user, one question at a time, answers checked) are applied by the
@@ -150,12 +150,12 @@ impl<L: HostLink> ForwardedHost<L> {
     }
 
     /// Send `body` and wait for its answer; dropping the future withdraws the request.
-    fn send(&self, body: HostRequest) -> BoxFuture<Result<HostReply, ToolError>> {
+    fn send(&self, body: HostRequest) -> BoxFuture<Result<HostReply, PluginError>> {
         let (request, answer) = self.answers.open();
         if let Err(error) = self.link.send(self.call, request, body) {
             // Never sent: nothing to withdraw on the other side.
             self.answers.withdraw(request);
-            return Box::pin(std::future::ready(Err(ToolError::new(error))));
+            return Box::pin(std::future::ready(Err(PluginError::new(error))));
         }
         let withdraw = Withdraw {
             link: Arc::clone(&self.link),
@@ -166,8 +166,8 @@ impl<L: HostLink> ForwardedHost<L> {
         Box::pin(async move {
             let _withdraw = withdraw;
             match answer.await {
-                Ok(reply) => reply.map_err(ToolError::new),
-                Err(_) => Err(ToolError::new(format!("{} is gone", L::PEER))),
+                Ok(reply) => reply.map_err(PluginError::new),
+                Err(_) => Err(PluginError::new(format!("{} is gone", L::PEER))),
             }
         })
     }
@@ -202,7 +202,7 @@ impl<L: HostLink> HostServices for ForwardedHost<L> {
         self.facts.has_ui
     }
 
-    fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, ToolError>> {
+    fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, PluginError>> {
         self.send(question)
     }
 
@@ -228,12 +228,12 @@ impl<L: HostLink> HostServices for ForwardedHost<L> {
         self.facts.can_complete
     }
 
-    fn complete(&self, request: CompletionRequest) -> BoxFuture<Result<String, ToolError>> {
+    fn complete(&self, request: CompletionRequest) -> BoxFuture<Result<String, PluginError>> {
         let reply = self.send(HostRequest::Complete { request });
         Box::pin(async move {
             match reply.await? {
                 HostReply::Completion { text, .. } => Ok(text),
-                other => Err(ToolError::new(format!(
+                other => Err(PluginError::new(format!(
                     "{} answered a completion with {other:?}",
                     L::PEER
                 ))),

@@ -95,9 +95,12 @@ pub use store::{
 };
 /// The sandbox a plugin's child process puts itself in (see docs/guide/src/isolation.md).
 pub use sys::sandbox;
+/// The name [`PluginError`] had here before 0.2.
+#[allow(deprecated)]
+pub use tool::ToolError;
 pub use tool::{
-    CallContext, CallOptions, CancelToken, Tool, ToolError, ToolHints, ToolOrigin, ToolOutcome,
-    ToolSpec, UpdateSink,
+    CallContext, CallOptions, CancelToken, Tool, ToolHints, ToolOrigin, ToolOutcome, ToolSpec,
+    UpdateSink,
 };
 pub use xcsh_plugin_api::{AgentToolResult, Content, PluginError};
 

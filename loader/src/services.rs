@@ -28,7 +28,7 @@ pub use xcsh_plugin_api::host::{
 
 use crate::cancel::CancelToken;
 use crate::store::BoxFuture;
-use xcsh_plugin_api::PluginError as ToolError;
+use xcsh_plugin_api::PluginError;
 
 /// How many questions may wait for the user at once in one session; more fail at once.
 pub const MAX_WAITING_QUESTIONS: usize = 16;
@@ -48,9 +48,9 @@ pub trait HostServices: Send + Sync {
     /// Ask a question ([`HostRequest::is_question`]): confirm, select, input or form. Only
     /// called when [`HostServices::has_ui`] is true; the answer is checked against the
     /// question afterwards.
-    fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, ToolError>> {
+    fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, PluginError>> {
         Box::pin(async move {
-            Err(ToolError::new(format!(
+            Err(PluginError::new(format!(
                 "this host cannot ask a {}",
                 question.service()
             )))
@@ -82,9 +82,9 @@ pub trait HostServices: Send + Sync {
     }
 
     /// A completion from the session's model: its text.
-    fn complete(&self, request: CompletionRequest) -> BoxFuture<Result<String, ToolError>> {
+    fn complete(&self, request: CompletionRequest) -> BoxFuture<Result<String, PluginError>> {
         let _ = request;
-        Box::pin(async { Err(ToolError::new(NO_MODEL)) })
+        Box::pin(async { Err(PluginError::new(NO_MODEL)) })
     }
 }
 
@@ -410,7 +410,7 @@ mod tests {
         fn has_ui(&self) -> bool {
             true
         }
-        fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, ToolError>> {
+        fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, PluginError>> {
             let delay = self.0;
             Box::pin(async move {
                 tokio::time::sleep(delay).await;

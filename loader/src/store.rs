@@ -13,7 +13,7 @@ use serde_json::Value;
 use xcsh_plugin_api::AgentToolResult;
 
 use crate::sync::lock;
-use xcsh_plugin_api::PluginError as ToolError;
+use xcsh_plugin_api::PluginError;
 
 pub use crate::tool::ActionContext;
 
@@ -21,11 +21,12 @@ pub use crate::tool::ActionContext;
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 /// The `apply(reason, ctx)` callback of a pending action: `ctx` is what the host offers the
 /// call that settles it (docs/guide/src/pending.md).
-pub type ApplyFn =
-    Box<dyn FnOnce(String, ActionContext) -> BoxFuture<Result<AgentToolResult, ToolError>> + Send>;
+pub type ApplyFn = Box<
+    dyn FnOnce(String, ActionContext) -> BoxFuture<Result<AgentToolResult, PluginError>> + Send,
+>;
 /// The optional `reject(reason, ctx)` callback of a pending action.
 pub type RejectFn = Box<
-    dyn FnOnce(String, ActionContext) -> BoxFuture<Result<Option<AgentToolResult>, ToolError>>
+    dyn FnOnce(String, ActionContext) -> BoxFuture<Result<Option<AgentToolResult>, PluginError>>
         + Send,
 >;
 
@@ -117,9 +118,9 @@ impl PendingAction {
     }
 
     /// Check a label before building an action from untrusted input.
-    pub fn validate_label(label: &str) -> Result<(), ToolError> {
+    pub fn validate_label(label: &str) -> Result<(), PluginError> {
         if label.trim().is_empty() {
-            Err(ToolError::new("pending action label must not be empty"))
+            Err(PluginError::new("pending action label must not be empty"))
         } else {
             Ok(())
         }
@@ -164,7 +165,7 @@ impl PendingAction {
         self,
         reason: String,
         ctx: ActionContext,
-    ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+    ) -> BoxFuture<Result<AgentToolResult, PluginError>> {
         (self.apply)(reason, ctx)
     }
 
@@ -176,7 +177,7 @@ impl PendingAction {
         reason: String,
         ctx: ActionContext,
     ) -> (
-        BoxFuture<Result<AgentToolResult, ToolError>>,
+        BoxFuture<Result<AgentToolResult, PluginError>>,
         AfterFailedApply,
     ) {
         let future = (self.apply)(reason, ctx);
@@ -198,7 +199,7 @@ impl PendingAction {
         self,
         reason: String,
         ctx: ActionContext,
-    ) -> BoxFuture<Result<Option<AgentToolResult>, ToolError>> {
+    ) -> BoxFuture<Result<Option<AgentToolResult>, PluginError>> {
         match self.reject {
             Some(reject) => reject(reason, ctx),
             None => Box::pin(async { Ok(None) }),
@@ -231,7 +232,7 @@ impl AfterFailedApply {
                 let message = crate::messages::cannot_apply_again(&self.label, &first_failure);
                 Box::new(
                     move |_reason: String, _ctx: ActionContext| -> BoxFuture<_> {
-                        Box::pin(async move { Err(ToolError::new(message)) })
+                        Box::pin(async move { Err(PluginError::new(message)) })
                     },
                 )
             });
@@ -256,11 +257,11 @@ impl AfterFailedApply {
 /// gets the refusal's message as its push error: nothing is left half-pushed.
 pub trait PendingActionSink: Send + Sync {
     /// Take `action`, or refuse it with the message the pushing tool's push fails with.
-    fn push_action(&self, action: PendingAction) -> Result<(), ToolError>;
+    fn push_action(&self, action: PendingAction) -> Result<(), PluginError>;
 }
 
 impl PendingActionSink for PendingActionStore {
-    fn push_action(&self, action: PendingAction) -> Result<(), ToolError> {
+    fn push_action(&self, action: PendingAction) -> Result<(), PluginError> {
         self.push(action);
         Ok(())
     }

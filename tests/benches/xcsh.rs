@@ -473,7 +473,7 @@ impl xcsh_loader::services::HostServices for AlwaysYes {
         &self,
         _question: xcsh_loader::services::HostRequest,
     ) -> xcsh_loader::store::BoxFuture<
-        Result<xcsh_loader::services::HostReply, xcsh_loader::ToolError>,
+        Result<xcsh_loader::services::HostReply, xcsh_loader::PluginError>,
     > {
         Box::pin(async { Ok(xcsh_loader::services::HostReply::Confirmed { yes: true }) })
     }

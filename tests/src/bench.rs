@@ -117,7 +117,7 @@ pub mod calls {
     use serde_json::{json, Value};
     use xcsh_loader::store::BoxFuture;
     use xcsh_loader::{
-        AgentToolResult, CallContext, Isolation, Session, Tool, ToolError, ToolHints, ToolOrigin,
+        AgentToolResult, CallContext, Isolation, PluginError, Session, Tool, ToolHints, ToolOrigin,
         ToolOutcome, ToolSpec,
     };
 
@@ -174,10 +174,10 @@ pub mod calls {
             _tool_call_id: String,
             arguments: Value,
             _ctx: CallContext,
-        ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+        ) -> BoxFuture<Result<AgentToolResult, PluginError>> {
             Box::pin(async move {
                 let params: EchoParams = serde_json::from_value(arguments)
-                    .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+                    .map_err(|e| PluginError::new(format!("Invalid arguments: {e}")))?;
                 Ok(AgentToolResult::text(format!("echo: {}", params.text)))
             })
         }

@@ -269,13 +269,13 @@ impl xcsh_loader::services::HostServices for ScriptedUser {
         &self,
         question: xcsh_loader::services::HostRequest,
     ) -> xcsh_loader::store::BoxFuture<
-        Result<xcsh_loader::services::HostReply, xcsh_loader::ToolError>,
+        Result<xcsh_loader::services::HostReply, xcsh_loader::PluginError>,
     > {
         self.asked.lock().unwrap().push(question);
         let answer = self.answers.lock().unwrap().pop_front();
-        Box::pin(
-            async move { answer.ok_or_else(|| xcsh_loader::ToolError::new("no answer scripted")) },
-        )
+        Box::pin(async move {
+            answer.ok_or_else(|| xcsh_loader::PluginError::new("no answer scripted"))
+        })
     }
     fn notify(&self, message: &str, _level: xcsh_loader::services::NotifyLevel) {
         self.notes.lock().unwrap().push(message.to_owned());

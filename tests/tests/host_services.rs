@@ -16,7 +16,7 @@ use xcsh_loader::services::{
     CompletionRequest, HostReply, HostRequest, HostServices, ModelInfo, NotifyLevel,
 };
 use xcsh_loader::store::BoxFuture;
-use xcsh_loader::{CallOptions, Isolation, Session, ToolError};
+use xcsh_loader::{CallOptions, Isolation, PluginError, Session};
 
 /// An embedder's user and model: answers from a script, a record of what was asked.
 #[derive(Default)]
@@ -49,7 +49,7 @@ impl HostServices for Scripted {
     fn has_ui(&self) -> bool {
         true
     }
-    fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, ToolError>> {
+    fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, PluginError>> {
         self.asked.lock().unwrap().push(question);
         if self.hang {
             let guard = CountDrop(Arc::clone(&self.withdrawn));
@@ -60,7 +60,7 @@ impl HostServices for Scripted {
             });
         }
         let answer = self.answers.lock().unwrap().pop_front();
-        Box::pin(async move { answer.ok_or_else(|| ToolError::new("no answer scripted")) })
+        Box::pin(async move { answer.ok_or_else(|| PluginError::new("no answer scripted")) })
     }
     fn notify(&self, message: &str, _level: NotifyLevel) {
         self.notes.lock().unwrap().push(message.to_owned());
@@ -74,7 +74,7 @@ impl HostServices for Scripted {
     fn can_complete(&self) -> bool {
         true
     }
-    fn complete(&self, request: CompletionRequest) -> BoxFuture<Result<String, ToolError>> {
+    fn complete(&self, request: CompletionRequest) -> BoxFuture<Result<String, PluginError>> {
         let prompt = request.messages[0].text.clone();
         Box::pin(async move { Ok(format!("you said {prompt}")) })
     }

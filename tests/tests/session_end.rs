@@ -13,7 +13,7 @@ use xcsh_integration_tests::{listing, plugin, scratch};
 use xcsh_loader::messages::SESSION_ENDED;
 use xcsh_loader::store::BoxFuture;
 use xcsh_loader::{
-    AgentToolResult, CallContext, PendingAction, Session, Tool, ToolError, ToolHints, ToolOrigin,
+    AgentToolResult, CallContext, PendingAction, PluginError, Session, Tool, ToolHints, ToolOrigin,
     ToolSpec,
 };
 
@@ -71,7 +71,7 @@ impl Tool for Recorder {
         _id: String,
         arguments: serde_json::Value,
         ctx: CallContext,
-    ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+    ) -> BoxFuture<Result<AgentToolResult, PluginError>> {
         let name = arguments["name"].as_str().unwrap_or("?").to_owned();
         let (for_apply, for_reject) = (Arc::clone(&self.log), Arc::clone(&self.log));
         let (apply_name, reject_name) = (name.clone(), name.clone());
@@ -95,7 +95,7 @@ impl Tool for Recorder {
         }));
         Box::pin(async move {
             ctx.store
-                .ok_or_else(|| ToolError::new("no store"))?
+                .ok_or_else(|| PluginError::new("no store"))?
                 .push_action(action)?;
             Ok(AgentToolResult::text("recorded"))
         })

@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 use xcsh_loader::store::BoxFuture;
 use xcsh_loader::{
-    AgentToolResult, CallContext, PendingAction, PendingActionStore, Session, Tool, ToolError,
+    AgentToolResult, CallContext, PendingAction, PendingActionStore, PluginError, Session, Tool,
     ToolHints, ToolOrigin, ToolSpec,
 };
 
@@ -28,7 +28,7 @@ impl Tool for Deferrable {
         _: String,
         _: Value,
         _: CallContext,
-    ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+    ) -> BoxFuture<Result<AgentToolResult, PluginError>> {
         Box::pin(async { Ok(AgentToolResult::default()) })
     }
 }

@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use xcsh_loader::render::sanitize;
 use xcsh_loader::services::{FormAction, HostReply, HostRequest, HostServices, NotifyLevel};
 use xcsh_loader::store::BoxFuture;
-use xcsh_loader::ToolError;
+use xcsh_loader::PluginError;
 
 /// Called when the user presses `Ctrl-C` at a question: cancels the call, as `SIGINT` would.
 pub type OnInterrupt = Arc<dyn Fn() + Send + Sync>;
@@ -287,7 +287,7 @@ impl HostServices for TerminalUi {
         true
     }
 
-    fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, ToolError>> {
+    fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, PluginError>> {
         let on_interrupt = Arc::clone(&self.on_interrupt);
         let open = Arc::clone(&self.open);
         Box::pin(async move {
@@ -301,12 +301,14 @@ impl HostServices for TerminalUi {
                 Ok(Ok(reply)) => Ok(reply),
                 Ok(Err(Interrupted::ByUser)) => {
                     on_interrupt();
-                    Err(ToolError::new("the user interrupted the question (Ctrl-C)"))
+                    Err(PluginError::new(
+                        "the user interrupted the question (Ctrl-C)",
+                    ))
                 }
-                Ok(Err(Interrupted::Failed(cause))) => Err(ToolError::new(format!(
+                Ok(Err(Interrupted::Failed(cause))) => Err(PluginError::new(format!(
                     "cannot ask on the terminal: {cause}"
                 ))),
-                Err(error) => Err(ToolError::new(format!("the question was lost: {error}"))),
+                Err(error) => Err(PluginError::new(format!("the question was lost: {error}"))),
             }
         })
     }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use xcsh_loader::store::BoxFuture;
 use xcsh_loader::{
-    AgentToolResult, CallContext, PendingAction, Session, Tool, ToolError, ToolHints,
-    ToolOrigin, ToolSpec,
+    AgentToolResult, CallContext, PendingAction, PluginError, Session, Tool, ToolHints, ToolOrigin,
+    ToolSpec,
 };
 
 struct Echo(ToolSpec);
@@ -21,12 +21,12 @@ impl Tool for Echo {
         _: String,
         args: Value,
         _: CallContext,
-    ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+    ) -> BoxFuture<Result<AgentToolResult, PluginError>> {
         // Arguments were validated against the schema, so `text` is a string.
         let text = args["text"].as_str().map(str::to_owned);
         Box::pin(async move {
             text.map(AgentToolResult::text)
-                .ok_or_else(|| ToolError::new("validated arguments lost `text`"))
+                .ok_or_else(|| PluginError::new("validated arguments lost `text`"))
         })
     }
 }
@@ -42,13 +42,13 @@ impl Tool for Preview {
         _: String,
         args: Value,
         ctx: CallContext,
-    ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+    ) -> BoxFuture<Result<AgentToolResult, PluginError>> {
         let label = args["label"].as_str().unwrap_or("Fuzz: preview").to_owned();
         Box::pin(async move {
             PendingAction::validate_label(&label)?;
             let store = ctx
                 .store
-                .ok_or_else(|| ToolError::new(xcsh_loader::STORE_UNAVAILABLE))?;
+                .ok_or_else(|| PluginError::new(xcsh_loader::STORE_UNAVAILABLE))?;
             store.push_action(PendingAction::new(
                 label,
                 "preview",

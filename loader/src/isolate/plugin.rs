@@ -35,7 +35,9 @@ use crate::messages::{
 use crate::store::BoxFuture;
 use crate::sync::lock;
 use crate::sys::sandbox::Confinement;
-use crate::tool::{CallContext, CancelToken, Tool, ToolError, ToolOrigin, ToolSpec, GRACE_PERIOD};
+use crate::tool::{
+    CallContext, CancelToken, PluginError, Tool, ToolOrigin, ToolSpec, GRACE_PERIOD,
+};
 
 /// Told that `plugin`'s idle process was stopped; the definitions are what its last
 /// handshake reported (what the session registered).
@@ -395,7 +397,7 @@ impl IsolatedPlugin {
     }
 
     /// The error of a call whose child ended: the crash, and whether it disabled the plugin.
-    fn crash_error(&self, connection: &Connection, tool: &str, cause: &str) -> ToolError {
+    fn crash_error(&self, connection: &Connection, tool: &str, cause: &str) -> PluginError {
         let out_of_memory = connection
             .ran_out_of_memory()
             .then_some(self.launch.sandbox.memory_limit)
@@ -407,7 +409,7 @@ impl IsolatedPlugin {
         if self.note_end(connection) {
             message = format!("{message}. {}", plugin_disabled(&self.launch.path));
         }
-        ToolError::new(message)
+        PluginError::new(message)
     }
 }
 
@@ -437,11 +439,11 @@ impl Tool for IsolatedTool {
         tool_call_id: String,
         arguments: Value,
         ctx: CallContext,
-    ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+    ) -> BoxFuture<Result<AgentToolResult, PluginError>> {
         let plugin = Arc::clone(&self.plugin);
         let tool = self.spec.name.clone();
         Box::pin(async move {
-            let connection = plugin.connection().await.map_err(ToolError::new)?;
+            let connection = plugin.connection().await.map_err(PluginError::new)?;
             let sent = connection
                 .call(
                     &tool,
@@ -467,7 +469,7 @@ impl Tool for IsolatedTool {
                     Ok(result)
                 }
                 Ok(CallEnd::Done(Err(message))) => {
-                    Err(ToolError::new(connection.explain_in_error(message)))
+                    Err(PluginError::new(connection.explain_in_error(message)))
                 }
                 Ok(CallEnd::Gone(cause)) => Err(plugin.crash_error(&connection, &tool, &cause)),
                 Err(_) => Err(plugin.crash_error(&connection, &tool, "ended")),

@@ -23,7 +23,7 @@ use super::protocol::{HostMessage, Resolution};
 use crate::messages::{action_orphaned, apply_cut_short};
 use crate::store::{ActionContext, ApplyFn, BoxFuture, LateOutcome, PendingAction};
 use crate::sync::lock;
-use crate::tool::{ToolError, GRACE_PERIOD};
+use crate::tool::{PluginError, GRACE_PERIOD};
 
 /// One action in one child; tells the child to drop it unless it was applied or rejected.
 struct ActionHandle {
@@ -69,7 +69,7 @@ impl ActionHandle {
         message: impl FnOnce(u64) -> HostMessage,
         apply: bool,
         ctx: ActionContext,
-    ) -> Result<Resolution, ToolError> {
+    ) -> Result<Resolution, PluginError> {
         // Settled while in flight: the child took the action out of its table to run it.
         self.settled.store(true, Ordering::SeqCst);
         let mut kept = KeptIfDropped(apply.then_some(&self.settled));
@@ -81,10 +81,10 @@ impl ActionHandle {
         let resolution = match resolution {
             Ok(resolution) => resolution,
             Err(gone) if apply && gone.sent => {
-                return Err(ToolError::new(self.apply_cut_short(&gone.cause).await))
+                return Err(PluginError::new(self.apply_cut_short(&gone.cause).await))
             }
             Err(gone) => {
-                return Err(ToolError::new(action_orphaned(
+                return Err(PluginError::new(action_orphaned(
                     &self.label,
                     &self.connection.path,
                     &gone.cause,
@@ -148,10 +148,10 @@ fn proxy_apply(handle: &Arc<ActionHandle>) -> ApplyFn {
                     handle.connection.explain_in_result(&mut result);
                     Ok(result)
                 }
-                Resolution::Failed { message } => {
-                    Err(ToolError::new(handle.connection.explain_in_error(message)))
-                }
-                Resolution::Rejected { .. } => Err(ToolError::new(
+                Resolution::Failed { message } => Err(PluginError::new(
+                    handle.connection.explain_in_error(message),
+                )),
+                Resolution::Rejected { .. } => Err(PluginError::new(
                     "the plugin process answered apply with a reject",
                 )),
             }
@@ -198,10 +198,10 @@ pub(super) fn proxy_action(
                 };
                 match handle.resolve(message, false, ctx).await? {
                     Resolution::Rejected { result } => Ok(result),
-                    Resolution::Failed { message } => {
-                        Err(ToolError::new(handle.connection.explain_in_error(message)))
-                    }
-                    Resolution::Applied { .. } => Err(ToolError::new(
+                    Resolution::Failed { message } => Err(PluginError::new(
+                        handle.connection.explain_in_error(message),
+                    )),
+                    Resolution::Applied { .. } => Err(PluginError::new(
                         "the plugin process answered reject with an apply",
                     )),
                 }

@@ -31,7 +31,7 @@ use crate::services::{
     CompletionRequest, FormAction, HostReply, HostRequest, HostServices, NotifyLevel,
 };
 use crate::store::BoxFuture;
-use crate::tool::ToolError;
+use crate::tool::PluginError;
 
 /// The field a question's one answer goes in.
 const ANSWER: &str = "answer";
@@ -66,24 +66,24 @@ async fn ask(
     peer: &Peer<RoleServer>,
     rounds: Option<&Questions>,
     request: InputRequest,
-) -> Result<Value, ToolError> {
+) -> Result<Value, PluginError> {
     if let Some(rounds) = rounds {
         let (answer, answered) = tokio::sync::oneshot::channel();
         rounds
             .send(Question { request, answer })
-            .map_err(|_| ToolError::new("the call's client is gone"))?;
+            .map_err(|_| PluginError::new("the call's client is gone"))?;
         return answered
             .await
-            .map_err(|_| ToolError::new("the client never answered (the paused call expired)"))?
-            .map_err(ToolError::new);
+            .map_err(|_| PluginError::new("the client never answered (the paused call expired)"))?
+            .map_err(PluginError::new);
     }
     let request = match request {
         InputRequest::Elicitation(request) => ServerRequest::ElicitRequest(request),
         InputRequest::CreateMessage(request) => ServerRequest::CreateMessageRequest(request),
-        _ => return Err(ToolError::new("not a request this server sends")),
+        _ => return Err(PluginError::new("not a request this server sends")),
     };
     let result = ask_client(peer, request).await?;
-    serde_json::to_value(result).map_err(|e| ToolError::new(e.to_string()))
+    serde_json::to_value(result).map_err(|e| PluginError::new(e.to_string()))
 }
 
 /// The elicitation form and message of a question.
@@ -205,18 +205,18 @@ impl Drop for Withdraw {
 async fn ask_client(
     peer: &Peer<RoleServer>,
     request: ServerRequest,
-) -> Result<ClientResult, ToolError> {
+) -> Result<ClientResult, PluginError> {
     let handle = peer
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await
-        .map_err(|e| ToolError::new(format!("cannot ask the MCP client: {e}")))?;
+        .map_err(|e| PluginError::new(format!("cannot ask the MCP client: {e}")))?;
     let mut withdraw = Withdraw {
         peer: peer.clone(),
         id: Some(handle.id.clone()),
     };
     let result = handle.await_response().await;
     withdraw.id = None;
-    result.map_err(|e| ToolError::new(format!("the MCP client did not answer: {e}")))
+    result.map_err(|e| PluginError::new(format!("the MCP client did not answer: {e}")))
 }
 
 impl HostServices for McpClientServices {
@@ -224,12 +224,12 @@ impl HostServices for McpClientServices {
         self.elicitation
     }
 
-    fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, ToolError>> {
+    fn ask(&self, question: HostRequest) -> BoxFuture<Result<HostReply, PluginError>> {
         let peer = self.peer.clone();
         let rounds = self.rounds.clone();
         Box::pin(async move {
             let (message, schema) =
-                form_of(&question).ok_or_else(|| ToolError::new("not a question"))?;
+                form_of(&question).ok_or_else(|| PluginError::new("not a question"))?;
             // A form arrives as ordered JSON text (see `in_order`); a question's one field as
             // a value.
             let requested_schema: Result<ElicitationSchema, _> = match &schema {
@@ -237,7 +237,7 @@ impl HostServices for McpClientServices {
                 other => serde_json::from_value(other.clone()),
             };
             let requested_schema = requested_schema.map_err(|e| {
-                ToolError::new(format!(
+                PluginError::new(format!(
                     "this form cannot be sent as an MCP elicitation: {e}"
                 ))
             })?;
@@ -249,11 +249,11 @@ impl HostServices for McpClientServices {
             let request = InputRequest::Elicitation(ElicitRequest::new(params));
             let result = ask(&peer, rounds.as_ref(), request).await?;
             let result: ElicitResult = serde_json::from_value(result).map_err(|e| {
-                ToolError::new(format!(
+                PluginError::new(format!(
                     "the MCP client's elicitation result is malformed: {e}"
                 ))
             })?;
-            reply_of(&question, result.action, result.content).map_err(ToolError::new)
+            reply_of(&question, result.action, result.content).map_err(PluginError::new)
         })
     }
 
@@ -278,7 +278,7 @@ impl HostServices for McpClientServices {
         self.sampling
     }
 
-    fn complete(&self, request: CompletionRequest) -> BoxFuture<Result<String, ToolError>> {
+    fn complete(&self, request: CompletionRequest) -> BoxFuture<Result<String, PluginError>> {
         let peer = self.peer.clone();
         let rounds = self.rounds.clone();
         Box::pin(async move {
@@ -299,7 +299,7 @@ impl HostServices for McpClientServices {
             let request = InputRequest::CreateMessage(CreateMessageRequest::new(params));
             let result = ask(&peer, rounds.as_ref(), request).await?;
             let result: CreateMessageResult = serde_json::from_value(result).map_err(|e| {
-                ToolError::new(format!(
+                PluginError::new(format!(
                     "the MCP client's sampling result is malformed: {e}"
                 ))
             })?;
@@ -309,7 +309,7 @@ impl HostServices for McpClientServices {
                 .first()
                 .and_then(|c| c.as_text())
                 .map(|t| t.text.clone());
-            text.ok_or_else(|| ToolError::new("the MCP client's model answered without text"))
+            text.ok_or_else(|| PluginError::new("the MCP client's model answered without text"))
         })
     }
 }

@@ -20,7 +20,7 @@ use xcsh_plugin_api::AgentToolResult;
 use super::{plugin_tool, store_sink, HostApi};
 use crate::load::{LoadError, LoadErrorKind};
 use crate::store::{BoxFuture, PendingActionSink};
-use crate::tool::{CallContext, Tool, ToolError, ToolOrigin, ToolSpec};
+use crate::tool::{CallContext, PluginError, Tool, ToolOrigin, ToolSpec};
 
 /// The path built-in tools are reported under (logs, load errors).
 const BUILTIN_PATH: &str = "<builtin>";
@@ -93,15 +93,15 @@ impl Tool for BuiltinPluginTool {
         tool_call_id: String,
         arguments: Value,
         ctx: CallContext,
-    ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+    ) -> BoxFuture<Result<AgentToolResult, PluginError>> {
         let tool = create_builtin(self.module, &ctx.cwd, ctx.store.clone())
-            .map_err(|error| ToolError::new(error.to_string()))
+            .map_err(|error| PluginError::new(error.to_string()))
             .and_then(|defs| {
                 defs.into_iter()
                     .find(|def| def.name().as_str() == self.spec.name)
                     .map(|def| plugin_tool(def, ToolOrigin::Builtin))
                     .ok_or_else(|| {
-                        ToolError::new(format!("built-in tool {} is gone", self.spec.name))
+                        PluginError::new(format!("built-in tool {} is gone", self.spec.name))
                     })
             });
         Box::pin(async move {

@@ -30,7 +30,7 @@ use crate::messages::tool_no_longer_defined;
 use crate::plugin_log::PluginLogSink;
 use crate::store::BoxFuture;
 use crate::tool::definition::ToolDefinition;
-use crate::tool::{CallContext, Tool, ToolError, ToolOrigin, ToolSpec};
+use crate::tool::{CallContext, PluginError, Tool, ToolOrigin, ToolSpec};
 use xcsh_plugin_api::AgentToolResult;
 
 /// The kind of the cache's entries (see [`PrivateCache::get`]).
@@ -173,15 +173,15 @@ impl DeferredPlugin {
     }
 
     /// The tool named `name`, as the factory defines it.
-    fn tool(&self, name: &str) -> Result<Arc<PluginTool>, ToolError> {
+    fn tool(&self, name: &str) -> Result<Arc<PluginTool>, PluginError> {
         let tools = self
             .instantiated()
-            .map_err(|error| ToolError::new(error.to_string()))?;
+            .map_err(|error| PluginError::new(error.to_string()))?;
         tools
             .iter()
             .find(|tool| tool.spec().name == name)
             .cloned()
-            .ok_or_else(|| ToolError::new(tool_no_longer_defined(name, &self.path)))
+            .ok_or_else(|| PluginError::new(tool_no_longer_defined(name, &self.path)))
     }
 }
 
@@ -201,7 +201,7 @@ impl Tool for DeferredTool {
         tool_call_id: String,
         arguments: Value,
         ctx: CallContext,
-    ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+    ) -> BoxFuture<Result<AgentToolResult, PluginError>> {
         let plugin = &self.plugin;
         // The factory is plugin code, which may block: off the caller's runtime threads, as
         // the calls themselves are (unless calls are polled inline: then on the caller's).
@@ -221,7 +221,7 @@ impl Tool for DeferredTool {
                 .spawn_blocking(move || plugin.tool(&name))
                 .await
                 .map_err(|error| {
-                    ToolError::new(format!("the plugin's factory did not finish: {error}"))
+                    PluginError::new(format!("the plugin's factory did not finish: {error}"))
                 })??;
             tool.execute(tool_call_id, arguments, ctx).await
         })

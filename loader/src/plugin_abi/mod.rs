@@ -23,13 +23,13 @@ use crate::messages::STORE_UNAVAILABLE;
 use crate::plugin_log::{plugin_log, PluginLogSink};
 use crate::store::{BoxFuture, PendingAction, PendingActionSink};
 use crate::tool::{
-    ActionContext, CallContext, Tool, ToolError, ToolHints, ToolOrigin, ToolSpec, UpdateSink,
+    ActionContext, CallContext, PluginError, Tool, ToolHints, ToolOrigin, ToolSpec, UpdateSink,
 };
 
 /// Where a plugin's pushed pending actions go: the session's sink in-process, or (in a
 /// plugin child) a registry that tells the host and waits for its answer. `None` in a runtime
 /// without a store. An `Err` is the message the plugin's push fails with.
-pub(crate) type PushSink = Arc<dyn Fn(PendingAction) -> Result<(), ToolError> + Send + Sync>;
+pub(crate) type PushSink = Arc<dyn Fn(PendingAction) -> Result<(), PluginError> + Send + Sync>;
 
 /// Where a plugin's [`HostApiFfi::keep_alive`] requests go: in a plugin child, to the host,
 /// which then does not stop the idle process. `None` in-process, where nothing is stopped.
@@ -89,7 +89,7 @@ impl HostApiFfi for HostApi {
 }
 
 /// Wrap a plugin's pending action so `resolve` can run it like any other.
-fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, ToolError> {
+fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, PluginError> {
     PendingAction::validate_label(action.label().as_str())?;
     let label = action.label().to_string();
     let source_tool_name = action.source_tool_name().to_string();
@@ -111,7 +111,7 @@ fn pending_action_from_ffi(action: FfiPendingAction) -> Result<PendingAction, To
             Box::pin(async move {
                 match callbacks.reject_in(reason.into(), context).await {
                     RResult::ROk(result) => Ok(result.into_option().map(AgentToolResult::from)),
-                    RResult::RErr(message) => Err(ToolError::new(message.into_string())),
+                    RResult::RErr(message) => Err(PluginError::new(message.into_string())),
                 }
             })
         }));
@@ -128,7 +128,7 @@ fn ffi_apply(action: &Arc<FfiPendingAction>) -> crate::store::ApplyFn {
         Box::pin(async move {
             match action.apply_in(reason.into(), context).await {
                 RResult::ROk(result) => Ok(AgentToolResult::from(result)),
-                RResult::RErr(message) => Err(ToolError::new(message.into_string())),
+                RResult::RErr(message) => Err(PluginError::new(message.into_string())),
             }
         })
     })
@@ -142,7 +142,7 @@ fn ffi_apply(action: &Arc<FfiPendingAction>) -> crate::store::ApplyFn {
 /// run) would be taken for one.
 fn action_context(ctx: ActionContext) -> ToolContextBox {
     ToolContextFfi_TO::from_value(
-        CallServices {
+        HostToolContext {
             updates: ctx.updates,
             cancel: ctx.cancel,
             services: ctx.services,
@@ -174,9 +174,9 @@ impl Tool for PluginTool {
         tool_call_id: String,
         arguments: Value,
         ctx: CallContext,
-    ) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+    ) -> BoxFuture<Result<AgentToolResult, PluginError>> {
         let context = ToolContextFfi_TO::from_value(
-            CallServices {
+            HostToolContext {
                 updates: ctx.updates.clone(),
                 cancel: ctx.cancel.clone(),
                 services: ctx.services.clone(),
@@ -200,7 +200,7 @@ impl Tool for PluginTool {
         Box::pin(async move {
             match future.await {
                 RResult::ROk(result) => Ok(AgentToolResult::from(result)),
-                RResult::RErr(message) => Err(ToolError::new(message.into_string())),
+                RResult::RErr(message) => Err(PluginError::new(message.into_string())),
             }
         })
     }
@@ -226,8 +226,9 @@ impl PluginTool {
     }
 }
 
-/// Per-call services offered to a running plugin tool.
-struct CallServices {
+/// The host side of a running plugin call's `ToolContextFfi`: its updates, cancellation and
+/// host services.
+struct HostToolContext {
     updates: Option<UpdateSink>,
     cancel: crate::tool::CancelToken,
     services: crate::services::CallServices,
@@ -236,7 +237,7 @@ struct CallServices {
     runtime: Option<tokio::runtime::Handle>,
 }
 
-impl ToolContextFfi for CallServices {
+impl ToolContextFfi for HostToolContext {
     fn update(&self, partial: FfiToolResult) {
         if let Some(updates) = &self.updates {
             updates(AgentToolResult::from(partial));

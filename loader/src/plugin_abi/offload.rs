@@ -18,7 +18,7 @@ use xcsh_plugin_api::AgentToolResult;
 use crate::messages;
 use crate::store::BoxFuture;
 use crate::tool::GRACE_PERIOD;
-use crate::tool::{CancelToken, ToolError};
+use crate::tool::{CancelToken, PluginError};
 
 /// The calls of one tool running off the runtime, by tool-call id; each token fires when its
 /// call's thread is done with the plugin's future.
@@ -63,7 +63,7 @@ pub(super) fn execute(
     arguments: Value,
     context: ToolContextBox,
     cancel: CancelToken,
-) -> BoxFuture<Result<AgentToolResult, ToolError>> {
+) -> BoxFuture<Result<AgentToolResult, PluginError>> {
     let finished = running.insert(&id);
     let running = running.clone();
     Box::pin(async move {
@@ -90,17 +90,17 @@ pub(super) fn execute(
         running.remove(&id);
         match outcome {
             Ok(Some(outcome)) => into_result(outcome),
-            Ok(None) => Err(ToolError::new("the call was cancelled")),
-            Err(_) => Err(ToolError::new("the call's thread ended without a result")),
+            Ok(None) => Err(PluginError::new("the call was cancelled")),
+            Err(_) => Err(PluginError::new("the call's thread ended without a result")),
         }
     })
 }
 
 fn into_result(
     outcome: RResult<xcsh_plugin_api::ffi::FfiToolResult, abi_stable::std_types::RString>,
-) -> Result<AgentToolResult, ToolError> {
+) -> Result<AgentToolResult, PluginError> {
     match outcome {
         RResult::ROk(result) => Ok(AgentToolResult::from(result)),
-        RResult::RErr(message) => Err(ToolError::new(message.into_string())),
+        RResult::RErr(message) => Err(PluginError::new(message.into_string())),
     }
 }

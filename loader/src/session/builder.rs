@@ -122,13 +122,13 @@ impl SessionBuilder {
     /// use std::sync::Arc;
     /// use xcsh_loader::services::{HostReply, HostRequest, HostServices};
     /// use xcsh_loader::store::BoxFuture;
-    /// use xcsh_loader::{Session, ToolError};
+    /// use xcsh_loader::{Session, PluginError};
     ///
     /// /// A user who says yes to everything.
     /// struct AlwaysYes;
     /// impl HostServices for AlwaysYes {
     ///     fn has_ui(&self) -> bool { true }
-    ///     fn ask(&self, _question: HostRequest) -> BoxFuture<Result<HostReply, ToolError>> {
+    ///     fn ask(&self, _question: HostRequest) -> BoxFuture<Result<HostReply, PluginError>> {
     ///         Box::pin(async { Ok(HostReply::Confirmed { yes: true }) })
     ///     }
     /// }

@@ -26,9 +26,13 @@ use crate::store::{BoxFuture, PendingActionSink};
 
 /// An error from a tool, an `apply` or a `reject`: a message for the model and the user.
 ///
-/// It is the very type plugin authors return ([`xcsh_plugin_api::PluginError`]), so a failure
-/// crosses from a plugin to the host and on to the model as one type.
-pub use xcsh_plugin_api::PluginError as ToolError;
+/// It is the very type plugin authors return, so a failure crosses from a plugin to the host
+/// and on to the model as one type, under one name.
+pub use xcsh_plugin_api::PluginError;
+
+/// The name [`PluginError`] had in the loader before 0.2: the same type.
+#[deprecated(note = "use `PluginError`, the same type")]
+pub type ToolError = PluginError;
 
 /// Where a tool comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,7 +174,7 @@ pub trait Tool: Send + Sync {
         tool_call_id: String,
         arguments: Value,
         ctx: CallContext,
-    ) -> BoxFuture<Result<AgentToolResult, ToolError>>;
+    ) -> BoxFuture<Result<AgentToolResult, PluginError>>;
 
     /// Called once the session gave up on call `tool_call_id` (a timeout or a cancellation;
     /// the call's [`CancelToken`] has fired and its future was dropped), so the tool can settle

@@ -244,13 +244,13 @@ impl HostApiFfi for TestHostApi {
 }
 
 /// The host side of `ToolContext` for one call.
-struct CallServices {
+struct TestToolContext {
     updates: Arc<Mutex<Vec<AgentToolResult>>>,
     cancelled: Arc<AtomicBool>,
     host: Arc<HostState>,
 }
 
-impl ToolContextFfi for CallServices {
+impl ToolContextFfi for TestToolContext {
     fn update(&self, partial: FfiToolResult) {
         lock(&self.updates).push(partial.into());
     }
@@ -603,7 +603,7 @@ impl PluginTest {
             .map_err(TestError::InvalidArguments)?;
         let updates = Arc::new(Mutex::new(Vec::new()));
         let ctx = ToolContextFfi_TO::from_value(
-            CallServices {
+            TestToolContext {
                 updates: Arc::clone(&updates),
                 cancelled,
                 host: Arc::clone(&self.host),
@@ -760,7 +760,7 @@ impl PluginTest {
     /// answered by the test's script, as `execute`'s are.
     fn action_context(&self) -> crate::ffi::ToolContextBox {
         ToolContextFfi_TO::from_value(
-            CallServices {
+            TestToolContext {
                 updates: Arc::new(Mutex::new(Vec::new())),
                 cancelled: Arc::new(AtomicBool::new(false)),
                 host: Arc::clone(&self.host),

@@ -16,7 +16,7 @@ use crate::isolate::protocol::{ChildMessage, Resolution};
 use crate::messages::{APPLY_CANCELLED, REJECT_CANCELLED};
 use crate::store::PendingAction;
 use crate::sync::lock;
-use crate::tool::{ActionContext, CancelToken, ToolError};
+use crate::tool::{ActionContext, CancelToken, PluginError};
 
 /// An action the host's store took.
 enum Held {
@@ -43,9 +43,13 @@ impl Pushes {
     /// Send `action` to the host and wait for its answer: the plugin's push succeeds only once
     /// the session's store took the action, and fails with the store's refusal otherwise.
     /// Another worker reads the answer (see `work`).
-    pub(super) fn push(&self, outgoing: &Outgoing, action: PendingAction) -> Result<(), ToolError> {
+    pub(super) fn push(
+        &self,
+        outgoing: &Outgoing,
+        action: PendingAction,
+    ) -> Result<(), PluginError> {
         if !self.serving.load(Ordering::SeqCst) {
-            return Err(ToolError::new(
+            return Err(PluginError::new(
                 "a pending action can only be pushed while a tool runs, not from the plugin's factory",
             ));
         }
@@ -72,7 +76,7 @@ impl Pushes {
             Some(message) => {
                 let action = lock(&self.actions).remove(&id);
                 drop(action);
-                Err(ToolError::new(message))
+                Err(PluginError::new(message))
             }
         }
     }
