@@ -270,6 +270,18 @@ mod tests {
         }
     }
 
+    /// A link that records, and an empty table of answers.
+    fn fresh() -> (Arc<Recorder>, Arc<HostAnswers>) {
+        (Arc::default(), Arc::default())
+    }
+
+    fn confirm() -> HostRequest {
+        HostRequest::Confirm {
+            title: "go?".to_owned(),
+            message: String::new(),
+        }
+    }
+
     fn host(link: &Arc<Recorder>, answers: &Arc<HostAnswers>) -> ForwardedHost<Recorder> {
         ForwardedHost::new(
             7,
@@ -281,15 +293,9 @@ mod tests {
 
     #[tokio::test]
     async fn an_answer_reaches_its_request_and_only_once() {
-        let (link, answers) = (
-            Arc::new(Recorder::default()),
-            Arc::new(HostAnswers::default()),
-        );
+        let (link, answers) = fresh();
         let host = host(&link, &answers);
-        let asked = host.ask(HostRequest::Confirm {
-            title: "go?".to_owned(),
-            message: String::new(),
-        });
+        let asked = host.ask(confirm());
         let (call, request, _) = lock(&link.sent)[0].clone();
         assert_eq!((call, request), (7, 1));
         assert!(answers.answer(request, Ok(HostReply::Confirmed { yes: true })));
@@ -306,15 +312,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_dropped_question_is_withdrawn_and_its_late_answer_dropped() {
-        let (link, answers) = (
-            Arc::new(Recorder::default()),
-            Arc::new(HostAnswers::default()),
-        );
+        let (link, answers) = fresh();
         let host = host(&link, &answers);
-        drop(host.ask(HostRequest::Confirm {
-            title: "go?".to_owned(),
-            message: String::new(),
-        }));
+        drop(host.ask(confirm()));
         assert_eq!(*lock(&link.withdrawn), vec![(7, 1)]);
         assert!(!answers.answer(1, Ok(HostReply::Confirmed { yes: true })));
     }
@@ -336,10 +336,7 @@ mod tests {
             "what never went is not withdrawn"
         );
 
-        let (link, answers) = (
-            Arc::new(Recorder::default()),
-            Arc::new(HostAnswers::default()),
-        );
+        let (link, answers) = fresh();
         let host = host(&link, &answers);
         let completion = host.complete(CompletionRequest::new("hi"));
         assert!(answers.answer(1, Ok(HostReply::Confirmed { yes: true })));
@@ -365,10 +362,7 @@ mod tests {
 
     #[tokio::test]
     async fn notifications_are_forgotten_unless_acknowledgements_are_kept() {
-        let (link, answers) = (
-            Arc::new(Recorder::default()),
-            Arc::new(HostAnswers::default()),
-        );
+        let (link, answers) = fresh();
         let forgetting = host(&link, &answers);
         forgetting.notify("one", NotifyLevel::Info);
         assert_eq!(lock(&link.sent).len(), 1);

@@ -28,7 +28,7 @@ impl HostLink for FrameWriter<ChildWrite> {
         if sent {
             Ok(())
         } else {
-            Err("the host is gone".to_owned())
+            Err(format!("{} is gone", Self::PEER))
         }
     }
 }
