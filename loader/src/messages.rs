@@ -250,18 +250,8 @@ pub const REFUSED_ACCESS_HINT: &str = "plugin processes may read only the system
      `--allow-read PATH` (or `--allow-write PATH` to write there)";
 
 /// What a host says when a plugin's program was refused a write in the enclosing repository
-/// of its session's directory (its `.git` first), which plugin processes may read but not
-/// write unless granted: `path` (what was refused), `root` (the repository's top), `grant`
-/// (what `--allow-write` must name).
-pub fn read_only_in_sandbox(path: &Path, root: &Path, grant: &Path) -> String {
-    format!(
-        "{} is read-only in this sandbox (the enclosing repository {} may be read, not \
-         written, by plugin processes); grant it with --allow-write {}",
-        path.display(),
-        root.display(),
-        grant.display()
-    )
-}
+/// (defined beside the repository's policy, which words it).
+pub use crate::sys::repository::read_only_in_sandbox;
 
 /// [`REFUSED_ACCESS_HINT`]'s addition under `--deny-network`, where a refused socket reads the
 /// same.

@@ -1,7 +1,9 @@
 //! Host services (docs/guide/src/ask.md): what a host offers a running plugin call besides the
 //! store, in one interface, [`HostServices`], that each host implements once (the terminal, the MCP
 //! peer, the Node runtime, an embedder's own), and the one path every request takes to it,
-//! [`CallServices`].
+//! [`CallServices`]. What a pending action's `apply` gets from its host, [`ActionContext`], is
+//! here too, with the future and update types every host-side call uses: the store, below
+//! the tools, takes them, so they stand below both.
 //!
 //! The session holds the host's implementation and gives each call a [`CallServices`], which
 //! keeps the rules every host shares in one place, whatever answers:
@@ -18,6 +20,8 @@
 //! A plugin process sends the same requests over its link; the host answers them here too
 //! (`isolate`), so a plugin asks the same way wherever it runs.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -27,8 +31,13 @@ pub use xcsh_plugin_api::host::{
 };
 
 use crate::cancel::CancelToken;
-use crate::store::BoxFuture;
-use xcsh_plugin_api::PluginError;
+use xcsh_plugin_api::{AgentToolResult, PluginError};
+
+/// A boxed, sendable future: what every host-side async method here and above returns.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// Receives partial results while a tool runs.
+pub type UpdateSink = Arc<dyn Fn(AgentToolResult) + Send + Sync>;
 
 /// How many questions may wait for the user at once in one session; more fail at once.
 pub const MAX_WAITING_QUESTIONS: usize = 16;
@@ -395,6 +404,41 @@ impl SessionChange {
                 })
                 .collect(),
         }
+    }
+}
+
+/// What a pending action's `apply` or `reject` gets from its host (docs/guide/src/pending.md): the
+/// services of the `resolve` call that runs it — its cancellation, its partial-update listener, and
+/// the questions, notifications and model of that call — as `execute` gets them in `CallContext`.
+#[derive(Clone)]
+pub struct ActionContext {
+    /// Cancellation of the `resolve` call (or of whatever settles the action).
+    pub cancel: CancelToken,
+    /// Partial-result listener of that call, if it wants updates.
+    pub updates: Option<UpdateSink>,
+    /// The host's services for that call.
+    pub services: CallServices,
+}
+
+impl ActionContext {
+    /// A context with no one to ask and no updates, cancelled by `cancel`: what an embedder
+    /// that settles an action on its own gives (a question then gets the no-user defaults).
+    pub fn without_services(cancel: CancelToken) -> Self {
+        Self {
+            services: CallServices::none(cancel.clone()),
+            cancel,
+            updates: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ActionContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActionContext")
+            .field("cancelled", &self.cancel.is_cancelled())
+            .field("wants_updates", &self.updates.is_some())
+            .field("services", &self.services)
+            .finish()
     }
 }
 

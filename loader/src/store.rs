@@ -5,8 +5,6 @@
 //! mutex: operations are tiny (a `Vec` push or pop), so a lock beats anything cleverer.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::Value;
@@ -15,10 +13,7 @@ use xcsh_plugin_api::AgentToolResult;
 use crate::sync::lock;
 use xcsh_plugin_api::PluginError;
 
-pub use crate::tool::ActionContext;
-
-/// A boxed, sendable future.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+pub use crate::services::{ActionContext, BoxFuture};
 /// The `apply(reason, ctx)` callback of a pending action: `ctx` is what the host offers the
 /// call that settles it (docs/guide/src/pending.md).
 pub type ApplyFn = Box<

@@ -257,13 +257,27 @@ impl EnclosingRepository {
             .find_map(|mentioned| {
                 let path = resolve(cwd, Path::new(mentioned));
                 let read = read_only.iter().find(|read| path.starts_with(&read.path))?;
-                Some(crate::messages::read_only_in_sandbox(
+                Some(read_only_in_sandbox(
                     &path,
                     &self.root,
                     self.grant_for(read),
                 ))
             })
     }
+}
+
+/// What a host says when a plugin's program was refused a write in the enclosing repository
+/// of its session's directory (its `.git` first), which plugin processes may read but not
+/// write unless granted: `path` (what was refused), `root` (the repository's top), `grant`
+/// (what `--allow-write` must name).
+pub fn read_only_in_sandbox(path: &Path, root: &Path, grant: &Path) -> String {
+    format!(
+        "{} is read-only in this sandbox (the enclosing repository {} may be read, not \
+         written, by plugin processes); grant it with --allow-write {}",
+        path.display(),
+        root.display(),
+        grant.display()
+    )
 }
 
 /// Whether `dir` holds a repository's `.git`: the top, the git directory (canonical), and
@@ -660,10 +674,7 @@ mod tests {
             lock.display()
         );
         let hint = found.write_refusal_hint(&refused, &cwd, &writable).unwrap();
-        assert_eq!(
-            hint,
-            crate::messages::read_only_in_sandbox(&lock, &root, &root)
-        );
+        assert_eq!(hint, read_only_in_sandbox(&lock, &root, &root));
         // Relative to the directory the program ran in.
         let relative = "fatal: Unable to create '../.git/index.lock': Read-only file system";
         assert!(found

@@ -22,6 +22,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use xcsh_plugin_api::AgentToolResult;
 
+/// What a pending action's `apply` or `reject` gets, and the partial-result listener: they
+/// live with the host services, below the store, which takes them.
+pub use crate::services::{ActionContext, UpdateSink};
 use crate::store::{BoxFuture, PendingActionSink};
 
 /// An error from a tool, an `apply` or a `reject`: a message for the model and the user.
@@ -98,9 +101,6 @@ pub struct ToolSpec {
     pub origin: ToolOrigin,
 }
 
-/// Receives partial results while a tool runs.
-pub type UpdateSink = Arc<dyn Fn(AgentToolResult) + Send + Sync>;
-
 /// What a running tool may use from its session.
 #[derive(Clone)]
 pub struct CallContext {
@@ -123,41 +123,6 @@ impl std::fmt::Debug for CallContext {
             .field("cwd", &self.cwd)
             .field("has_store", &self.store.is_some())
             .field("cancelled", &self.cancel.is_cancelled())
-            .finish()
-    }
-}
-
-/// What a pending action's `apply` or `reject` gets from its host (docs/guide/src/pending.md): the
-/// services of the `resolve` call that runs it — its cancellation, its partial-update listener, and
-/// the questions, notifications and model of that call — as `execute` gets them in [`CallContext`].
-#[derive(Clone)]
-pub struct ActionContext {
-    /// Cancellation of the `resolve` call (or of whatever settles the action).
-    pub cancel: CancelToken,
-    /// Partial-result listener of that call, if it wants updates.
-    pub updates: Option<UpdateSink>,
-    /// The host's services for that call.
-    pub services: crate::services::CallServices,
-}
-
-impl ActionContext {
-    /// A context with no one to ask and no updates, cancelled by `cancel`: what an embedder
-    /// that settles an action on its own gives (a question then gets the no-user defaults).
-    pub fn without_services(cancel: CancelToken) -> Self {
-        Self {
-            services: crate::services::CallServices::none(cancel.clone()),
-            cancel,
-            updates: None,
-        }
-    }
-}
-
-impl std::fmt::Debug for ActionContext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ActionContext")
-            .field("cancelled", &self.cancel.is_cancelled())
-            .field("wants_updates", &self.updates.is_some())
-            .field("services", &self.services)
             .finish()
     }
 }
