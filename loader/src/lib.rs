@@ -113,8 +113,8 @@ pub mod fuzzing {
     pub fn check_file_bytes(bytes: &[u8]) {
         let _ = crate::load::platform::check_platform(bytes);
         if crate::load::preflight::check_library(bytes).is_ok() {
-            let _ = crate::load::preflight::read_api_marker(bytes);
+            let _ = crate::load::headers::read_api_marker(bytes);
         }
-        let _ = crate::load::preflight::build_id(bytes);
+        let _ = crate::load::headers::build_id(bytes);
     }
 }

@@ -20,6 +20,7 @@
 pub(crate) mod cache;
 pub mod discovery;
 mod error;
+pub(crate) mod headers;
 #[allow(unsafe_code)]
 pub mod open;
 pub mod platform;

@@ -41,8 +41,9 @@ use abi_stable::StableAbi;
 use xcsh_plugin_api::ffi::{ApiVersion, PluginModuleRef};
 
 use crate::load::cache::{host_build, PrivateCache};
+use crate::load::headers::{build_id, read_api_marker, ApiMarker};
 use crate::load::platform::check_platform;
-use crate::load::preflight::{build_id, check_library, read_api_marker, ApiMarker};
+use crate::load::preflight::check_library;
 use crate::load::safety::{open_plugin, FileStamp, Refusal};
 use crate::load::{LoadError, LoadErrorKind};
 use crate::sys::{load, read_all, LoadFailure, LoadSource};

@@ -13,10 +13,13 @@
 //! Only headers are read (for the glibc needs, the section headers and one small section);
 //! nothing of the file runs.
 
-use object::read::elf::{FileHeader, SectionHeader};
+use object::read::elf::FileHeader;
 use object::read::macho::{FatArch, MachHeader, MachOFatFile32, MachOFatFile64};
 use object::{elf, macho, Endianness, FileKind, ReadRef};
 
+use crate::load::headers::{
+    elf_header, glibc_versions_needed, pe_machine, read_api_marker, ApiMarker,
+};
 use crate::load::LoadErrorKind;
 
 /// The Rust target triple this host was built for (`x86_64-unknown-linux-gnu`): the name of
@@ -200,24 +203,6 @@ fn built_for<'data, R: ReadRef<'data>>(data: R) -> Option<BuiltFor> {
     }
 }
 
-/// Where a PE file's `PE\0\0` signature is (`MZ`, then the offset the DOS header holds), if
-/// it is one. By hand: the `object` crate's PE reader is built in on Windows only.
-pub(crate) fn pe_signature_offset<'data, R: ReadRef<'data>>(data: R) -> Option<u64> {
-    if data.read_bytes_at(0, 2).ok()? != b"MZ" {
-        return None;
-    }
-    let offset = u32::from_le_bytes(data.read_bytes_at(0x3c, 4).ok()?.try_into().ok()?);
-    let offset = u64::from(offset);
-    (data.read_bytes_at(offset, 4).ok()? == b"PE\0\0").then_some(offset)
-}
-
-/// The machine of a PE file (the file header's first field, after the signature).
-fn pe_machine<'data, R: ReadRef<'data>>(data: R) -> Option<u16> {
-    let offset = pe_signature_offset(data)?;
-    let machine = data.read_bytes_at(offset + 4, 2).ok()?;
-    Some(u16::from_le_bytes([machine[0], machine[1]]))
-}
-
 fn fat<A: FatArch>(kind: FileKind, arches: &[A]) -> Option<BuiltFor> {
     Some(BuiltFor {
         format: Format::MachO,
@@ -258,8 +243,7 @@ where
     H: FileHeader<Endian = Endianness>,
     R: ReadRef<'data>,
 {
-    let header = H::parse(data).ok()?;
-    let endian = header.endian().ok()?;
+    let (header, endian) = elf_header::<H, R>(data)?;
     let os = match header.e_ident().os_abi {
         elf::ELFOSABI_SYSV | elf::ELFOSABI_GNU => Os::Linux,
         elf::ELFOSABI_FREEBSD => Os::OtherElf("FreeBSD".to_owned()),
@@ -330,10 +314,7 @@ pub(crate) fn check_platform<'data, R: ReadRef<'data>>(data: R) -> Result<(), Lo
     let Some(has) = crate::sys::glibc_version() else {
         return Ok(());
     };
-    let needs = match built.kind {
-        Some(FileKind::Elf64) => newest_glibc::<elf::FileHeader64<Endianness>, R>(data),
-        _ => newest_glibc::<elf::FileHeader32<Endianness>, R>(data),
-    };
+    let needs = built.kind.and_then(|kind| newest_glibc(data, kind));
     match (needs, parse_glibc(&has)) {
         (Some(needs), Some(running)) if needs > running => Err(LoadErrorKind::NewerGlibc {
             needs: format!("{}.{}", needs.0, needs.1),
@@ -353,30 +334,16 @@ fn parse_glibc(version: &str) -> Option<(u32, u32)> {
 
 /// The newest `GLIBC_x.y` any of the library's version needs names (from whichever of glibc's
 /// libraries: libc, libm, libpthread, ld.so). `None` without version needs.
-fn newest_glibc<'data, H, R>(data: R) -> Option<(u32, u32)>
-where
-    H: FileHeader<Endian = Endianness>,
-    R: ReadRef<'data>,
-{
-    let header = H::parse(data).ok()?;
-    let endian = header.endian().ok()?;
-    let sections = header.sections(endian, data).ok()?;
-    let (mut needs, link) = sections.gnu_verneed(endian, data).ok()??;
-    let strings = sections.section(link).ok()?.strings(endian, data).ok()??;
-    let mut newest = None;
-    while let Ok(Some((_file, mut aux))) = needs.next() {
-        while let Ok(Some(version)) = aux.next() {
-            let Ok(name) = version.name(endian, strings) else {
-                continue;
-            };
-            let version = std::str::from_utf8(name)
-                .ok()
-                .and_then(|name| name.strip_prefix("GLIBC_"))
-                .and_then(parse_glibc);
-            newest = newest.max(version);
-        }
-    }
-    newest
+fn newest_glibc<'data, R: ReadRef<'data>>(data: R, kind: FileKind) -> Option<(u32, u32)> {
+    glibc_versions_needed(data, kind)
+        .into_iter()
+        .filter_map(|name| {
+            std::str::from_utf8(name)
+                .ok()?
+                .strip_prefix("GLIBC_")
+                .and_then(parse_glibc)
+        })
+        .max()
 }
 
 /// What a library file's headers say, read without loading it: for `check` on another
@@ -404,8 +371,8 @@ pub fn read_headers(path: &std::path::Path) -> Result<LibraryHeaders, super::Loa
             cause: "not an ELF, Mach-O or PE file".to_owned(),
         })
     })?;
-    let api_version = match crate::load::preflight::read_api_marker(data) {
-        crate::load::preflight::ApiMarker::Version(version) => Some(version),
+    let api_version = match read_api_marker(data) {
+        ApiMarker::Version(version) => Some(version),
         _ => None,
     };
     Ok(LibraryHeaders {
