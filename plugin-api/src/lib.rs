@@ -219,6 +219,11 @@ pub mod __private {
     };
     pub use abi_stable::library::LibHeader;
     pub use xcsh_plugin_abi::VersionMarker;
+
+    /// The file transaction's fan-out over threads, for the workspace's own `ast_edit`, whose
+    /// apply checks its files the same way: one routine, not part of the API (hidden, may
+    /// change in any release).
+    pub use crate::files::fsops::in_parallel;
 }
 
 /// Declare parameter types — structs and enums — deriving `Deserialize` and `JsonSchema`

@@ -119,7 +119,7 @@ pub(super) fn start_writeback(file: &File) {
 
 /// Run `work` on every item on up to `threads` threads; results in item order. The work here
 /// is mostly waiting for the disk, so more threads than cores pay off for syncs.
-pub(super) fn in_parallel<'a, T: Sync, R: Send>(
+pub fn in_parallel<'a, T: Sync, R: Send>(
     threads: usize,
     items: &'a [T],
     work: impl Fn(&'a T) -> R + Sync,

@@ -44,7 +44,7 @@
 
 mod commit;
 mod fault;
-mod fsops;
+pub(crate) mod fsops;
 mod journal;
 mod recover;
 

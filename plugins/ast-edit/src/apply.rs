@@ -107,23 +107,9 @@ fn in_parallel<'a, T: Sync, R: Send>(items: &'a [T], work: impl Fn(&'a T) -> R +
     // One file never asks the machine's parallelism (a cgroup read), nor spawns.
     let threads = match items.len() {
         0 | 1 => 1,
-        many => crate::cores().min(many),
+        _ => crate::cores(),
     };
-    if threads <= 1 {
-        return items.iter().map(work).collect();
-    }
-    let chunk = items.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let work = &work;
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(work).collect::<Vec<R>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
+    xcsh_plugin_api::__private::in_parallel(threads, items, work)
 }
 
 /// Make every file's new content, or say why nothing may be written.
