@@ -35,9 +35,9 @@ use xcsh_loader::{
 use crate::cli::{IdleArg, JsonArg, ReloadArg, SessionArgs};
 use crate::decide::{decide, Decision, DecisionFlags};
 use crate::error::CliError;
+use crate::host_options::HostOptions;
 use crate::output::Output;
 use crate::report::{CallPreview, CallReport, LoadWarnings, Outcome, Resolution};
-use crate::session::HostOptions;
 use crate::terminal_ui::TerminalUi;
 
 #[derive(Debug, Args)]
@@ -436,7 +436,7 @@ async fn call_and_resolve(
         .map(ToString::to_string)
         .collect();
     output.step(&LoadWarnings(load_errors.clone()))?;
-    crate::session::ensure_known(session, &args.tool)?;
+    crate::host_options::ensure_known(session, &args.tool)?;
     let progress = Progress::default();
     let call_options = CallOptions {
         updates: Some(progress.sink()),

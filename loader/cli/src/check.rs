@@ -19,10 +19,10 @@ use xcsh_loader::{LoadError, LoadErrorKind, Session, ToolOrigin};
 use xcsh_plugin_api::ffi::ApiVersion;
 
 use crate::cli::{CwdArg, JsonArg, SandboxArgs};
+use crate::host_options::HostOptions;
 use crate::report::{
     Annotations, CheckReport, CheckedTool, Enforced, FileCheck, PolicyReport, RepositoryReport,
 };
-use crate::session::HostOptions;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -62,7 +62,7 @@ fn check_path(path: &Path, host: &HostOptions) -> Vec<FileCheck> {
     if is_plugin_folder(path) {
         return check_folder(path, host);
     }
-    match crate::trust::plugin_files(path) {
+    match crate::trust_commands::plugin_files(path) {
         Ok(files) => files
             .iter()
             .flat_map(|file| match file.is_dir() {

@@ -19,7 +19,7 @@ use crate::error::CliError;
 use crate::new::NewArgs;
 use crate::package::install::{InstallArgs, RemoveArgs, UpdateArgs};
 use crate::package::pack::PackArgs;
-use crate::trust::{TrustArgs, UntrustArgs};
+use crate::trust_commands::{TrustArgs, UntrustArgs};
 
 /// Load, inspect and run xcsh native tool plugins.
 #[derive(Debug, Parser)]

@@ -265,7 +265,7 @@ pub async fn run(args: DemoArgs, out: &mut dyn Write) -> Result<ExitCode, CliErr
     if let Some(terminal) = &terminal {
         builder = builder.host_services(std::sync::Arc::clone(terminal) as _);
     }
-    let session = crate::session::with_builtins(builder).build();
+    let session = crate::host_options::with_builtins(builder).build();
     writeln!(
         out,
         "xcsh-plugins demo — scratch directory {}",

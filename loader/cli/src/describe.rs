@@ -5,8 +5,8 @@ use clap::Args;
 
 use crate::cli::{JsonArg, SessionArgs};
 use crate::error::CliError;
+use crate::host_options::{ensure_known, HostOptions};
 use crate::report::{DescribeReport, ListedTool};
-use crate::session::{ensure_known, HostOptions};
 
 #[derive(Debug, Args)]
 pub struct DescribeArgs {

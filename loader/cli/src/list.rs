@@ -3,8 +3,8 @@
 //! each with the command that trusts it.
 
 use crate::error::CliError;
+use crate::host_options::HostOptions;
 use crate::report::{ListReport, ListedPlugin, ListedTool, LoadProblem, UntrustedPlugin};
-use crate::session::HostOptions;
 
 /// Load everything the options name and report it (under `--require-all-plugins`, a load
 /// error is the command's error instead).

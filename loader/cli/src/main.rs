@@ -25,22 +25,22 @@ mod decide;
 mod demo;
 mod describe;
 mod error;
+mod host_options;
 mod list;
-mod mcp;
+mod mcp_server;
 mod new;
 mod output;
 mod package;
 mod params;
 mod report;
-mod session;
 mod terminal_ui;
-mod trust;
+mod trust_commands;
 
 use cli::Command;
 use error::CliError;
+use host_options::HostOptions;
 use output::{Output, Text};
 use report::Report;
-use session::HostOptions;
 
 fn main() -> ExitCode {
     let cli = cli::parse();
@@ -150,12 +150,12 @@ fn run(command: Command, output: &mut Output) -> Result<ExitCode, CliError> {
             let report = on_runtime(call::run(&host, args, output))??;
             Ok(exit_code(&report))
         }
-        Command::Trust(args) => show(output, &trust::trust(args)?),
-        Command::Untrust(args) => show(output, &trust::untrust(args)?),
+        Command::Trust(args) => show(output, &trust_commands::trust(args)?),
+        Command::Untrust(args) => show(output, &trust_commands::untrust(args)?),
         Command::Mcp(args) => {
             let host = HostOptions::from_session(&args.session, !args.reload.no_reload)?
                 .stopping_idle(&args.idle);
-            mcp::run(&host)
+            mcp_server::run(&host)
         }
         Command::Pack(args) => package::pack::run(args).and_then(|report| show(output, &report)),
         Command::Install(args) => {

@@ -182,7 +182,7 @@ impl crate::output::Text for InstallReport {
 fn tools_dir(place: &PlaceArgs) -> Result<PathBuf, CliError> {
     if place.project {
         // The session's working directory as every command takes it (`--cwd`, checked).
-        Ok(project_dir(&crate::session::session_cwd(
+        Ok(project_dir(&crate::host_options::session_cwd(
             place.cwd.cwd.clone(),
         )?))
     } else {
@@ -268,7 +268,7 @@ fn recover(dir: &Path) -> Result<(), CliError> {
         if let Ok(pin) = serde_json::from_slice::<PendingPin>(&bytes) {
             let there = std::fs::read(&pin.library).map(|b| source::sha256_hex(&b));
             if there.is_ok_and(|sha256| sha256 == pin.sha256) {
-                let mut trust = crate::trust::open_store()?;
+                let mut trust = crate::trust_commands::open_store()?;
                 trust.trust(pin.library.clone(), pin.sha256.clone());
                 trust
                     .save()
@@ -412,7 +412,7 @@ fn install_fetched(
     fetched: Fetched,
     accept_new_key: bool,
 ) -> Result<(InstallRecord, PathBuf), CliError> {
-    let mut trust = crate::trust::open_store()?;
+    let mut trust = crate::trust_commands::open_store()?;
     let key = check_publisher(&fetched, &trust, accept_new_key)?;
     check_conflicts(dir, &fetched.manifest)?;
     let manifest = &fetched.manifest;
@@ -677,7 +677,7 @@ pub fn remove(args: RemoveArgs) -> Result<InstallReport, CliError> {
     // One rename takes it out of discovery's sight; then it is deleted.
     std::fs::rename(&folder, &aside)
         .map_err(|e| failure(format!("cannot remove {}", folder.display()), e))?;
-    let mut trust = crate::trust::open_store()?;
+    let mut trust = crate::trust_commands::open_store()?;
     let canonical = dunce::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
     trust.untrust(
         &canonical
@@ -700,7 +700,7 @@ pub fn remove(args: RemoveArgs) -> Result<InstallReport, CliError> {
 /// `accept-key NAME [KEY]`: accept KEY as the publisher key of the packed tool NAME (its npm
 /// name), or with none, accept it unsigned; the trust store pins it.
 pub fn accept_key(name: &str, key: Option<&str>) -> Result<String, CliError> {
-    let mut trust = crate::trust::open_store()?;
+    let mut trust = crate::trust_commands::open_store()?;
     let before = trust.publisher_key(name).map(str::to_owned);
     match key {
         Some(key) => {

@@ -17,8 +17,8 @@ use std::process::ExitCode;
 use xcsh_loader::render::sanitize;
 
 use crate::error::CliError;
+use crate::host_options::HostOptions;
 use crate::output::QuietOnClose;
-use crate::session::HostOptions;
 
 /// Run the server until the client closes stdin.
 pub fn run(host: &HostOptions) -> Result<ExitCode, CliError> {
