@@ -105,23 +105,20 @@ function factsOf(host) {
 }
 
 /// A form, one field at a time on the runtime's dialogs (it has no forms), then "Submit?".
-async function askForm(ui, message, schema, order, options) {
+/// `fields` is the addon's reading of the schema (`FormField`s: name, label, input, default),
+/// the same list the terminal asks from.
+async function askForm(ui, message, fields, options) {
   const values = {};
-  const fields = (schema && schema.properties) || {};
-  // The plugin's field order first (a JSON object's keys carry none), then any others.
-  const asked = (order || []).filter((name) => name in fields);
-  const names = [...asked, ...Object.keys(fields).filter((name) => !asked.includes(name))];
-  for (const name of names) {
-    const field = fields[name];
-    const label = `${message}: ${field.title || field.description || name}`;
-    const choices = optionsOf(field.type === "array" ? field.items : field);
-    if (field.type === "boolean") {
+  for (const field of fields || []) {
+    const { name, input } = field;
+    const label = `${message}: ${field.label}`;
+    if (input.kind === "yes_no") {
       values[name] = await ui.confirm(label, name, options);
-    } else if (field.type === "array" && choices) {
+    } else if (input.kind === "choices") {
       // One choice at a time until the user dismisses the dialog.
       const picked = [];
       for (;;) {
-        const left = choices.filter((c) => !picked.includes(c.value));
+        const left = input.options.filter((c) => !picked.includes(c.value));
         if (left.length === 0) break;
         const shown = await ui.select(`${label} (dismiss to finish)`, left.map((c) => c.label), options);
         const choice = left.find((c) => c.label === shown);
@@ -129,33 +126,22 @@ async function askForm(ui, message, schema, order, options) {
         picked.push(choice.value);
       }
       values[name] = picked;
-    } else if (choices) {
-      const shown = await ui.select(label, choices.map((c) => c.label), options);
-      const choice = choices.find((c) => c.label === shown);
+    } else if (input.kind === "choice") {
+      const shown = await ui.select(label, input.options.map((c) => c.label), options);
+      const choice = input.options.find((c) => c.label === shown);
       if (choice === undefined) return { reply: "form", action: "cancel" };
       values[name] = choice.value;
     } else {
       const text = await ui.input(label, field.default !== undefined ? String(field.default) : undefined, options);
       if (text === undefined) return { reply: "form", action: "cancel" };
       if (text === "" && field.default !== undefined) values[name] = field.default;
-      else if (field.type === "integer" || field.type === "number") values[name] = Number(text);
-      else if (text !== "") values[name] = text;
+      else if (text === "") continue;
+      else if (input.kind === "integer" || input.kind === "number") values[name] = Number(text);
+      else values[name] = text;
     }
   }
   const submit = await ui.confirm(message, "Submit?", options);
   return submit ? { reply: "form", action: "accept", content: values } : { reply: "form", action: "decline" };
-}
-
-/// A choice's options as `{value, label}`, or null when the field is not a choice.
-function optionsOf(field) {
-  if (!field || typeof field !== "object") return null;
-  if (Array.isArray(field.enum)) {
-    const names = Array.isArray(field.enumNames) ? field.enumNames : [];
-    return field.enum.map((value, i) => ({ value, label: String(names[i] ?? value) }));
-  }
-  const members = field.oneOf || field.anyOf;
-  if (Array.isArray(members)) return members.map((m) => ({ value: m.const, label: String(m.title ?? m.const) }));
-  return null;
 }
 
 /// The model's text for a `CompletionRequest`.
@@ -193,7 +179,7 @@ async function answer(request, host, signal) {
     case "input":
       return { reply: "chosen", value: (await ui.input(request.title, request.placeholder ?? undefined, options)) ?? null };
     case "form":
-      return askForm(ui, request.message, request.schema, request.order, options);
+      return askForm(ui, request.message, request.fields, options);
     case "notify": {
       const level = request.level === "warning" ? "warning" : request.level === "error" ? "error" : "info";
       if (ui && typeof ui.notify === "function") ui.notify(request.message, level);

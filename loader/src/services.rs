@@ -26,8 +26,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 pub use xcsh_plugin_api::host::{
-    ordered_fields, CompletionMessage, CompletionRequest, EarlierResult, FormAction, HostFacts,
-    HostReply, HostRequest, ModelInfo, NotifyLevel, Role, SessionEvent, SessionReason, NO_MODEL,
+    form_fields, ordered_fields, CompletionMessage, CompletionRequest, EarlierResult, FieldInput,
+    FieldOption, FormAction, FormField, HostFacts, HostReply, HostRequest, ModelInfo, NotifyLevel,
+    Role, SessionEvent, SessionReason, NO_MODEL,
 };
 
 use crate::cancel::CancelToken;

@@ -12,6 +12,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod form_fields;
+pub use form_fields::{form_fields, ordered_fields, FieldInput, FieldOption, FormField};
+
 /// What a running call may ask of its host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "service", rename_all = "snake_case")]
@@ -100,35 +103,6 @@ impl HostRequest {
             Self::Exec { .. } => "exec",
         }
     }
-}
-
-/// A form's fields in the order to ask them: those `order` names first, in that order, then
-/// any others of the schema's `properties`.
-///
-/// ```
-/// use serde_json::json;
-/// let schema = json!({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}});
-/// let order = ["c".to_owned(), "a".to_owned()];
-/// let names: Vec<&str> = xcsh_plugin_api::host::ordered_fields(&schema, &order)
-///     .into_iter()
-///     .map(|(name, _)| name)
-///     .collect();
-/// assert_eq!(names, ["c", "a", "b"]);
-/// ```
-pub fn ordered_fields<'a>(schema: &'a Value, order: &'a [String]) -> Vec<(&'a str, &'a Value)> {
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return Vec::new();
-    };
-    let mut fields: Vec<(&str, &Value)> = order
-        .iter()
-        .filter_map(|name| properties.get(name).map(|field| (name.as_str(), field)))
-        .collect();
-    for (name, field) in properties {
-        if !order.contains(name) {
-            fields.push((name.as_str(), field));
-        }
-    }
-    fields
 }
 
 /// The host's answer to a [`HostRequest`].

@@ -1,7 +1,8 @@
 //! A plugin's question on the terminal (issue 43): `xcsh-plugins call` run in a real
 //! pseudo-terminal (a `tmux` session), the sample plugin asking before it plans 21 renames.
 //! Answered no: nothing planned, exit 0; `Ctrl-C` on the open question: the call is cancelled
-//! and the command exits 130, nothing planned or renamed; `--no-input`: nothing is asked.
+//! and the command exits 130, nothing planned or renamed; `--no-input`: nothing is asked; a
+//! form, field by field, with its choices shown by their titles.
 //! Skipped (with a note) where `tmux` is not installed; `.ci/run` installs it.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
@@ -209,4 +210,49 @@ fn no_input_on_a_terminal_does_not_prompt_for_a_decision_either() {
         "{screen}"
     );
     untouched(dir.path());
+}
+
+/// A form on the terminal (the conformance fixture's choices): each field asked by its title,
+/// a choice's options by theirs (`oneOf` titles, the older `enumNames`), multiple choices with
+/// the space bar, then "Submit?"; the answer holds the options' values. The same field list
+/// (`xcsh_plugin_api::host::form_fields`) drives the Node runtime's dialogs
+/// (bindings/node/test/host-services.test.js).
+#[test]
+fn a_form_is_asked_field_by_field_with_its_choices_titles() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let line = format!(
+        "NO_COLOR=1 '{}' call --no-default-dirs --plugin '{}' --cwd '{}' \
+         test_elicitation_sep1330_enums '{{}}'; echo EXIT=$?; sleep 600",
+        artifacts().cli().display(),
+        plugin("fixture-conformance").display(),
+        dir.path().display(),
+    );
+    let pty = Pty::start(&session_name("form"), &line).unwrap();
+    pty.wait_for("option3");
+    pty.keys(&["Down", "Enter"]);
+    pty.wait_for("Third Option");
+    pty.keys(&["Down", "Down", "Enter"]);
+    pty.wait_for("Option Three");
+    pty.keys(&["Down", "Enter"]);
+    pty.wait_for("Select multiple options");
+    pty.keys(&["Space", "Down", "Down", "Space", "Enter"]);
+    pty.wait_for("Third Choice");
+    pty.keys(&["Down", "Space", "Enter"]);
+    pty.wait_for("Submit?");
+    pty.keys(&["Enter"]);
+    let screen = pty.wait_for("EXIT=");
+    // The fields in the form's order (the plugin's struct), each answer an option's value.
+    let expected = r#"content={"untitledSingle":"option2","titledSingle":"value3","legacyEnum":"opt2","untitledMulti":["option1","option3"],"titledMulti":["value2"]}"#;
+    assert!(
+        screen.contains(&format!("Elicitation completed: action=accept, {expected}")),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("? Select one option with titles Third Option"),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=0"), "{screen}");
 }

@@ -26,7 +26,7 @@ use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use xcsh_loader::forward::{ForwardedHost, HostAnswers, HostLink};
-use xcsh_loader::services::{HostFacts, HostReply, HostRequest};
+use xcsh_loader::services::{form_fields, HostFacts, HostReply, HostRequest};
 
 /// `(request, call, requestJson) => void`: a host request of call `call`, answered through
 /// `answerService(request, ok, json)`; an empty `requestJson` withdraws request `request`.
@@ -63,7 +63,7 @@ impl HostLink for RuntimeLink {
     const PEER: &'static str = "the runtime";
 
     fn send(&self, call: u64, request: u64, body: HostRequest) -> Result<(), String> {
-        let json = serde_json::to_string(&body).map_err(|error| error.to_string())?;
+        let json = request_json(&body).map_err(|error| error.to_string())?;
         self.call(request, call, json);
         Ok(())
     }
@@ -72,6 +72,20 @@ impl HostLink for RuntimeLink {
     fn withdraw(&self, call: u64, request: u64) {
         self.call(request, call, String::new());
     }
+}
+
+/// `request` as `host.js` reads it: a form comes with its fields as every host without forms
+/// asks them ([`form_fields`]), so the runtime's dialogs ask what the terminal asks.
+fn request_json(request: &HostRequest) -> serde_json::Result<String> {
+    let mut json = serde_json::to_value(request)?;
+    if let (HostRequest::Form { schema, order, .. }, Some(object)) = (request, json.as_object_mut())
+    {
+        object.insert(
+            "fields".to_owned(),
+            serde_json::to_value(form_fields(schema, order))?,
+        );
+    }
+    serde_json::to_string(&json)
 }
 
 /// Call `call`'s services over `link`, as `facts` describe them, keeping its notifications'

@@ -119,6 +119,54 @@ for (const isolation of ["process", "in-process"]) {
     }
   });
 
+  test(`${isolation}: a form's choices are asked by their titles and answered with their values`, { timeout: SLOW }, async () => {
+    // The addon reads the schema (enum, oneOf titles, legacy enumNames, arrays of choices)
+    // into the fields the terminal asks too; the runtime's dialogs see titles, never values.
+    const asked = [];
+    const picks = {
+      "Select one option": "option2",
+      "Select one option with titles": "Third Option",
+      "Select one option (legacy)": "Option Two",
+      "Select multiple options (dismiss to finish)": ["option3", "option1"],
+      "Select multiple options with titles (dismiss to finish)": ["Second Choice"],
+    };
+    const ui = {
+      select: async (title, labels) => {
+        const key = title.slice(title.indexOf(": ") + 2);
+        asked.push([key, labels]);
+        const pick = picks[key];
+        return Array.isArray(pick) ? pick.shift() : pick;
+      },
+      confirm: async (_title, message) => message === "Submit?",
+    };
+    const { factory, tools } = await load([plugin("fixture_conformance")], isolation, ui);
+    try {
+      const answered = await tools.test_elicitation_sep1330_enums.execute("call-1", {});
+      assert.equal(
+        text(answered),
+        "Elicitation completed: action=accept, content=" +
+          JSON.stringify({
+            untitledSingle: "option2",
+            titledSingle: "value3",
+            legacyEnum: "opt2",
+            untitledMulti: ["option3", "option1"],
+            titledMulti: ["value2"],
+          }),
+      );
+      const shown = Object.fromEntries(asked.map(([key, labels]) => [key, labels]));
+      assert.deepEqual(shown["Select one option with titles"], ["First Option", "Second Option", "Third Option"]);
+      assert.deepEqual(shown["Select one option (legacy)"], ["Option One", "Option Two", "Option Three"]);
+      // A multiple choice offers what is left after each pick.
+      assert.deepEqual(asked.filter(([key]) => key.startsWith("Select multiple options (")).map(([, l]) => l), [
+        ["option1", "option2", "option3"],
+        ["option1", "option2"],
+        ["option2"],
+      ]);
+    } finally {
+      await factory.close();
+    }
+  });
+
   test(`${isolation}: aborting a call withdraws its open question`, { timeout: SLOW }, async () => {
     let dialog = null;
     const ui = {

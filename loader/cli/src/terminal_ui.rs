@@ -23,7 +23,10 @@ use std::sync::Arc;
 use inquire::InquireError;
 use serde_json::{Map, Value};
 use xcsh_loader::render::sanitize;
-use xcsh_loader::services::{FormAction, HostReply, HostRequest, HostServices, NotifyLevel};
+use xcsh_loader::services::{
+    form_fields, FieldInput, FieldOption, FormAction, FormField, HostReply, HostRequest,
+    HostServices, NotifyLevel,
+};
 use xcsh_loader::store::BoxFuture;
 use xcsh_loader::PluginError;
 
@@ -132,10 +135,10 @@ fn ask_form(message: &str, schema: &Value, order: &[String]) -> Result<HostReply
         content: None,
     };
     let mut values = Map::new();
-    for (name, field) in xcsh_loader::services::ordered_fields(schema, order) {
-        match ask_field(name, field)? {
+    for field in form_fields(schema, order) {
+        match ask_field(&field)? {
             Asked::Answer(Some(value)) => {
-                values.insert(name.to_owned(), value);
+                values.insert(field.name, value);
             }
             Asked::Answer(None) => {}
             Asked::Dismissed => return Ok(cancelled),
@@ -155,99 +158,55 @@ fn ask_form(message: &str, schema: &Value, order: &[String]) -> Result<HostReply
     })
 }
 
-/// The options of a choice: (value, shown) pairs, from `enum` (+ `enumNames`) or
-/// `oneOf`/`anyOf` of titled constants.
-fn options_of(schema: &Value) -> Option<Vec<(String, String)>> {
-    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        let names = schema.get("enumNames").and_then(Value::as_array);
-        return Some(
-            values
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| {
-                    let v = v.as_str()?.to_owned();
-                    let shown = names
-                        .and_then(|n| n.get(i))
-                        .and_then(Value::as_str)
-                        .map_or_else(|| v.clone(), str::to_owned);
-                    Some((v, shown))
-                })
-                .collect(),
-        );
-    }
-    let members = schema
-        .get("oneOf")
-        .or_else(|| schema.get("anyOf"))
-        .and_then(Value::as_array)?;
-    Some(
-        members
-            .iter()
-            .filter_map(|m| {
-                let v = m.get("const")?.as_str()?.to_owned();
-                let shown = m
-                    .get("title")
-                    .and_then(Value::as_str)
-                    .unwrap_or(&v)
-                    .to_owned();
-                Some((v, shown))
-            })
-            .collect(),
-    )
-}
-
 /// One form field's answer (`None`: left empty).
-fn ask_field(name: &str, field: &Value) -> Result<Asked<Option<Value>>, Interrupted> {
-    let label = field
-        .get("title")
-        .or_else(|| field.get("description"))
-        .and_then(Value::as_str)
-        .unwrap_or(name);
-    let label = sanitize(label);
-    let default = field.get("default");
-    let kind = field
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("string");
-    if kind == "array" {
-        let options = field.get("items").and_then(options_of).unwrap_or_default();
-        let shown: Vec<String> = options.iter().map(|(_, s)| sanitize(s)).collect();
-        let chosen = inquire::MultiSelect::new(&label, shown).raw_prompt();
-        return Ok(match asked(chosen)? {
-            Asked::Answer(chosen) => Asked::Answer(Some(Value::Array(
-                chosen
-                    .iter()
-                    .filter_map(|c| options.get(c.index))
-                    .map(|(v, _)| Value::String(v.clone()))
-                    .collect(),
-            ))),
-            Asked::Dismissed => Asked::Dismissed,
-        });
-    }
-    if let Some(options) = options_of(field) {
-        let shown: Vec<String> = options.iter().map(|(_, s)| sanitize(s)).collect();
-        let start = default
-            .and_then(Value::as_str)
-            .and_then(|d| options.iter().position(|(v, _)| v == d))
-            .unwrap_or(0);
-        let chosen = inquire::Select::new(&label, shown)
-            .with_starting_cursor(start)
-            .raw_prompt();
-        return Ok(match asked(chosen)? {
-            Asked::Answer(c) => {
-                Asked::Answer(options.get(c.index).map(|(v, _)| Value::String(v.clone())))
+fn ask_field(field: &FormField) -> Result<Asked<Option<Value>>, Interrupted> {
+    let label = sanitize(&field.label);
+    let default = field.default.as_ref();
+    let shown = |options: &[FieldOption]| -> Vec<String> {
+        options
+            .iter()
+            .map(|option| sanitize(&option.label))
+            .collect()
+    };
+    let value_of = |options: &[FieldOption], index: usize| {
+        options
+            .get(index)
+            .map(|option| Value::String(option.value.clone()))
+    };
+    Ok(match &field.input {
+        FieldInput::Choices { options } => {
+            let chosen = inquire::MultiSelect::new(&label, shown(options)).raw_prompt();
+            match asked(chosen)? {
+                Asked::Answer(chosen) => Asked::Answer(Some(Value::Array(
+                    chosen
+                        .iter()
+                        .filter_map(|c| value_of(options, c.index))
+                        .collect(),
+                ))),
+                Asked::Dismissed => Asked::Dismissed,
             }
-            Asked::Dismissed => Asked::Dismissed,
-        });
-    }
-    Ok(match kind {
-        "boolean" => {
+        }
+        FieldInput::Choice { options } => {
+            let start = default
+                .and_then(Value::as_str)
+                .and_then(|d| options.iter().position(|option| option.value == d))
+                .unwrap_or(0);
+            let chosen = inquire::Select::new(&label, shown(options))
+                .with_starting_cursor(start)
+                .raw_prompt();
+            match asked(chosen)? {
+                Asked::Answer(c) => Asked::Answer(value_of(options, c.index)),
+                Asked::Dismissed => Asked::Dismissed,
+            }
+        }
+        FieldInput::YesNo => {
             let start = default.and_then(Value::as_bool).unwrap_or(false);
             match asked(inquire::Confirm::new(&label).with_default(start).prompt())? {
                 Asked::Answer(yes) => Asked::Answer(Some(Value::Bool(yes))),
                 Asked::Dismissed => Asked::Dismissed,
             }
         }
-        "integer" => {
+        FieldInput::Integer => {
             let mut prompt = inquire::CustomType::<i64>::new(&label);
             if let Some(d) = default.and_then(Value::as_i64) {
                 prompt = prompt.with_default(d);
@@ -257,7 +216,7 @@ fn ask_field(name: &str, field: &Value) -> Result<Asked<Option<Value>>, Interrup
                 Asked::Dismissed => Asked::Dismissed,
             }
         }
-        "number" => {
+        FieldInput::Number => {
             let mut prompt = inquire::CustomType::<f64>::new(&label);
             if let Some(d) = default.and_then(Value::as_f64) {
                 prompt = prompt.with_default(d);
@@ -267,7 +226,7 @@ fn ask_field(name: &str, field: &Value) -> Result<Asked<Option<Value>>, Interrup
                 Asked::Dismissed => Asked::Dismissed,
             }
         }
-        _ => {
+        FieldInput::Text => {
             let start = default.and_then(Value::as_str).map(sanitize);
             let mut prompt = inquire::Text::new(&label);
             if let Some(start) = &start {
