@@ -26,16 +26,16 @@
 //!
 //! # Where things are
 //!
-//! The modules follow a call's way through the host, each using only those above it (one
-//! exception, to be turned around: `load` starts the probe of `isolate` before a first
-//! in-process `dlopen`):
+//! The modules follow a call's way through the host, each using only those above it; where a
+//! lower layer needs something a higher one has, it is handed in (the probe `isolate` runs
+//! before a first in-process `dlopen` is a [`load::Probe`] the session gives loading):
 //!
 //! | module | what it is for |
 //! |---|---|
 //! | `sync`, `cancel` | a lock that survives a panic; the cancellation token of a call |
 //! | `sys`, [`plugin_log`] | the operating-system calls (`rustix`), the `dlopen`, the sandbox; where plugins' log lines go |
 //! | [`messages`] | every exact string of the contract, once |
-//! | [`load`] | discover → check → trust → open a plugin library; [`LoadError`] |
+//! | `loading` (public as [`load`]) | discover → check → trust → open a plugin library; [`LoadError`] |
 //! | [`store`], `recovery` | the [`PendingActionStore`] and its [`PendingAction`]s; finishing applies a killed process left |
 //! | [`services`], [`forward`] | what a host offers a running call besides the store: questions, notifications, the model; those services passed on over a link, and numbered requests waiting for answers |
 //! | [`tool`] | what the session runs: the [`Tool`] trait, its spec, call context and outcome |
@@ -43,6 +43,7 @@
 //! | [`isolate`] | process isolation: each plugin library in a child process (`xcsh-plugin-host`) |
 //! | [`session`] | [`Session`] and [`SessionBuilder`]: loading into a session, validating and running calls, reloading changed plugin files |
 //! | `mcp` | the MCP server (cargo feature `mcp`) |
+//! | [`library`] | opening one library by hand: loading with the plugin-process probe in front |
 //!
 //! Cargo features: `ast-edit` (the built-in `ast_edit`, from the `xcsh-ast-edit` plugin
 //! crate) and `mcp` (the MCP server), on by default; `ast-edit-all-languages` (every grammar)
@@ -51,13 +52,14 @@
 //! the package of that name (`loader/cli`), so an embedder builds neither.
 
 #![warn(missing_docs)]
-// `unsafe` only where a library is opened (`load::open`) and in the system calls (`sys`).
+// `unsafe` only where a library is opened (`loading::open`) and in the system calls (`sys`).
 #![deny(unsafe_code)]
 
 mod cancel;
 pub mod forward;
 pub mod isolate;
-pub mod load;
+pub mod library;
+mod loading;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod messages;
@@ -76,9 +78,23 @@ pub mod tool;
 pub use isolate::Isolation;
 #[cfg(feature = "publisher-keys")]
 pub use load::publisher;
-/// Compatibility paths of the flat layout: `xcsh_loader::library`, `::trust`, `::discovery`.
-pub use load::{discovery, open as library, platform, plugin_folder, trust};
+/// Compatibility paths of the flat layout: `xcsh_loader::trust`, `::discovery`, ...
+pub use load::{discovery, platform, plugin_folder, trust};
 pub use load::{LoadError, LoadErrorKind};
+
+/// Finding and loading plugin libraries: discover → check → (trust) → open. Nothing here knows
+/// about sessions or tools: the output is a [`PluginLibrary`](library::PluginLibrary). `open`
+/// is [`library`]: the loading layer's opening with the plugin-process probe in front.
+pub mod load {
+    pub use crate::library as open;
+    pub use crate::library::{load_checked, load_library};
+    #[cfg(feature = "publisher-keys")]
+    pub use crate::loading::publisher;
+    pub use crate::loading::{
+        discovery, host_api_version, load_checked_with, oldest_supported_api_version, platform,
+        plugin_folder, trust, CheckedFile, LoadError, LoadErrorKind, PluginLibrary, Probe,
+    };
+}
 pub use messages::{NO_PENDING_ACTION, RESOLVE_REMINDER, RESOLVE_TOOL_NAME, STORE_UNAVAILABLE};
 #[cfg(feature = "ast-edit")]
 pub use plugin_abi::ast_edit_tool;
@@ -111,10 +127,10 @@ pub mod fuzzing {
     /// Run every check made on a file's bytes before loading (what it was built for, the
     /// header and layout checks, the version marker, the build-id), discarding the answers.
     pub fn check_file_bytes(bytes: &[u8]) {
-        let _ = crate::load::platform::check_platform(bytes);
-        if crate::load::preflight::check_library(bytes).is_ok() {
-            let _ = crate::load::headers::read_api_marker(bytes);
+        let _ = crate::loading::platform::check_platform(bytes);
+        if crate::loading::preflight::check_library(bytes).is_ok() {
+            let _ = crate::loading::headers::read_api_marker(bytes);
         }
-        let _ = crate::load::headers::build_id(bytes);
+        let _ = crate::loading::headers::build_id(bytes);
     }
 }

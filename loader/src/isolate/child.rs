@@ -32,7 +32,7 @@ use std::sync::atomic::AtomicUsize;
 use super::protocol::{
     ChildMessage, FrameReader, FrameWriter, HostMessage, ToolDefinition, PROTOCOL_VERSION,
 };
-use crate::load::open::load_inherited;
+use crate::loading::open::load_inherited;
 use crate::plugin_abi::{instantiate, KeepAliveSink, PluginTool, PushSink};
 use crate::plugin_log::PluginLogSink;
 use crate::store::PendingAction;
@@ -235,7 +235,7 @@ fn serve(
             super::PLUGIN_HOST_BIN
         );
         outgoing.send(&ChildMessage::LoadFailed {
-            kind: crate::load::LoadErrorKind::PluginProcess { cause },
+            kind: crate::loading::LoadErrorKind::PluginProcess { cause },
         });
         return 0;
     }
@@ -243,7 +243,7 @@ fn serve(
         Ok(confinement) => confinement,
         Err(cause) => {
             outgoing.send(&ChildMessage::LoadFailed {
-                kind: crate::load::LoadErrorKind::PluginProcess { cause },
+                kind: crate::loading::LoadErrorKind::PluginProcess { cause },
             });
             return 0;
         }
@@ -520,7 +520,7 @@ fn load(
     outgoing: &Outgoing,
     pushes: &Arc<Pushes>,
     confinement: Option<Confinement>,
-) -> Result<HashMap<String, Arc<PluginTool>>, crate::load::LoadErrorKind> {
+) -> Result<HashMap<String, Arc<PluginTool>>, crate::loading::LoadErrorKind> {
     let library = load_inherited(&arguments.path, plugin).map_err(|error| error.kind)?;
     let sink: Option<PushSink> = arguments.store.then(|| {
         let outgoing = outgoing.clone();

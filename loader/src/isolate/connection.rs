@@ -26,7 +26,7 @@ use xcsh_plugin_api::AgentToolResult;
 use super::protocol::{
     FrameReader, FrameWriter, HostMessage, Resolution, ToolDefinition, PROTOCOL_VERSION,
 };
-use crate::load::{LoadError, LoadErrorKind};
+use crate::loading::{LoadError, LoadErrorKind};
 use crate::plugin_log::{PluginLogLevel, PluginLogSink};
 use crate::store::PendingActionSink;
 use crate::sync::lock;

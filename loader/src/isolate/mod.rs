@@ -106,6 +106,19 @@ impl std::str::FromStr for Isolation {
     }
 }
 
+/// The probe loading takes before a file's first in-process `dlopen`
+/// (`loading::open::Probe`): a throwaway plugin process run by `host` (found as for process
+/// isolation when `None`), where this platform runs them; `None` elsewhere.
+pub(crate) fn probe_for_loading(host: Option<PathBuf>) -> Option<Box<dyn crate::loading::Probe>> {
+    #[cfg(plugin_processes)]
+    return Some(Box::new(probe::ProcessProbe { host }));
+    #[cfg(not(plugin_processes))]
+    {
+        let _ = host;
+        None
+    }
+}
+
 /// Find `xcsh-plugin-host`: `explicit` (a builder setting), then `$XCSH_PLUGIN_HOST`, then
 /// next to the running executable (and one directory up, where cargo puts test binaries'
 /// siblings). The error says how to provide it.

@@ -27,8 +27,8 @@ use xcsh_plugin_api::AgentToolResult;
 use super::connection::{background, CallEnd, Connection, Hello};
 pub(crate) use super::connection::{Launch, SessionLinks};
 use super::protocol::{HostMessage, ToolDefinition};
-use crate::load::open::still_as_checked;
-use crate::load::{CheckedFile, LoadError, LoadErrorKind};
+use crate::loading::open::still_as_checked;
+use crate::loading::{CheckedFile, LoadError, LoadErrorKind};
 use crate::messages::{
     plugin_crashed, plugin_disabled, plugin_out_of_memory, PLUGIN_PROCESS_STOPPED,
 };

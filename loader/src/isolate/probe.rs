@@ -7,11 +7,11 @@
 //! Why: `dlopen` trusts the file. A header byte changed by a cut download or a bad disk can
 //! make glibc's loader fault (or assert and `_exit`) inside the host, and abi_stable's layout
 //! check indexes the plugin's own layout tables, which a damaged file can make it panic on.
-//! The checks before `dlopen` (`load::preflight`) catch what they can name; this catches the
+//! The checks before `dlopen` (`loading::preflight`) catch what they can name; this catches the
 //! rest, whatever it is.
 //!
 //! The verdict is not remembered here: a file that passed is loaded, and its successful
-//! layout check is cached on the file's identity as before (`load::open`), which is what a
+//! layout check is cached on the file's identity as before (`loading::open`), which is what a
 //! warm start reads to skip both the probe and the check. A changed file has another
 //! identity, so it is probed again. The library's constructors run twice, once in the probe.
 
@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::protocol::{ChildMessage, FrameReader, PROTOCOL_VERSION};
-use crate::load::{LoadError, LoadErrorKind};
+use crate::loading::{LoadError, LoadErrorKind};
 use crate::sys::sandbox::SandboxPolicy;
 use crate::sys::spawn;
 
@@ -41,6 +41,21 @@ pub(crate) enum Verdict {
     NotRun,
     /// The file failed there: the load error names it and the cause.
     Failed(LoadError),
+}
+
+/// The probe loading takes (`loading::open::Probe`): a throwaway sandboxed process run by
+/// `host`, found as for process isolation when `None`.
+pub(crate) struct ProcessProbe {
+    pub(crate) host: Option<std::path::PathBuf>,
+}
+
+impl crate::loading::Probe for ProcessProbe {
+    fn probe(&self, path: &Path, descriptor: &std::fs::File) -> Result<(), LoadError> {
+        match probe(path, descriptor, self.host.as_deref()) {
+            Verdict::Passed | Verdict::NotRun => Ok(()),
+            Verdict::Failed(error) => Err(error),
+        }
+    }
 }
 
 /// Load `path` (its checked content, `descriptor`) in a throwaway sandboxed process run by

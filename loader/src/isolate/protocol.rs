@@ -20,7 +20,7 @@ use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
 use xcsh_plugin_api::host::{HostFacts, HostReply, HostRequest, SessionEvent};
 use xcsh_plugin_api::AgentToolResult;
 
-use crate::load::LoadErrorKind;
+use crate::loading::LoadErrorKind;
 
 /// The version of these messages. The host passes it to the child (`--protocol N`), which
 /// refuses to serve a host of another version: `xcsh-plugin-host` must come from the same

@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::connection::{CallEnd, Connection, Hello, SessionLinks, Shared, Stop, Waiting};
 use super::protocol::{ChildMessage, FrameReader, HostMessage, ReadError};
-use crate::load::LoadErrorKind;
+use crate::loading::LoadErrorKind;
 use crate::plugin_log::plugin_log;
 use crate::sync::lock;
 

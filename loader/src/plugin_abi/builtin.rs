@@ -18,7 +18,7 @@ use xcsh_plugin_api::ffi::{FfiToolDef, HostApiFfi_TO, PluginModuleRef};
 use xcsh_plugin_api::AgentToolResult;
 
 use super::{plugin_tool, store_sink, HostApi};
-use crate::load::{LoadError, LoadErrorKind};
+use crate::loading::{LoadError, LoadErrorKind};
 use crate::store::{BoxFuture, PendingActionSink};
 use crate::tool::{CallContext, PluginError, Tool, ToolOrigin, ToolSpec};
 
@@ -43,7 +43,7 @@ pub struct BuiltinPluginTool {
 /// Instantiate a compiled-in plugin factory `F` through the plugin ABI, without `dlopen`.
 pub fn builtin_plugin_tools<F: PluginFactory>() -> Result<Vec<Arc<dyn Tool>>, LoadError> {
     let header: LibHeader = lib_header::<F>();
-    let module = crate::load::init_compiled_in_root_module(&header)
+    let module = crate::loading::init_compiled_in_root_module(&header)
         .map_err(|error| factory_error(error.to_string()))?;
     // The specs come from one instantiation without a store; its tools are then dropped.
     let defs = create_builtin(module, Path::new(""), None)?;

@@ -10,7 +10,7 @@
 //! same files. With the factory deferred, a session that only lists tools, or calls the tools
 //! of a few plugins, pays for the others about what `dlopen` pays.
 //!
-//! The definitions come from the user's private cache (see `load::cache`), under a key that
+//! The definitions come from the user's private cache (see `loading::cache`), under a key that
 //! holds what they may depend on: the plugin file's identity, the host's build, the session's
 //! working directory and whether it has a store. An entry is only written after the factory
 //! ran (in a session that found none), and a hit is never the last word: when the factory
@@ -24,8 +24,8 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use super::{instantiate, KeepAliveSink, PluginTool, PushSink};
-use crate::load::cache::{host_build, PrivateCache};
-use crate::load::{CheckedFile, LoadError, PluginLibrary};
+use crate::loading::cache::{host_build, PrivateCache};
+use crate::loading::{CheckedFile, LoadError, PluginLibrary};
 use crate::messages::tool_no_longer_defined;
 use crate::plugin_log::PluginLogSink;
 use crate::store::BoxFuture;

@@ -18,7 +18,7 @@ use xcsh_plugin_api::ffi::{
 };
 use xcsh_plugin_api::AgentToolResult;
 
-use crate::load::{LoadError, LoadErrorKind, PluginLibrary};
+use crate::loading::{LoadError, LoadErrorKind, PluginLibrary};
 use crate::messages::STORE_UNAVAILABLE;
 use crate::plugin_log::{plugin_log, PluginLogSink};
 use crate::store::{BoxFuture, PendingAction, PendingActionSink};

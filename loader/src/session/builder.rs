@@ -9,10 +9,10 @@ use std::time::Duration;
 #[cfg(plugin_processes)]
 use crate::isolate::find_plugin_host;
 use crate::isolate::Isolation;
-use crate::load::discovery::{Candidate, CandidateSource, Discovery};
-use crate::load::safety::FileStamp;
-use crate::load::trust::{TrustStatus, TrustStore};
-use crate::load::{CheckedFile, LoadError, LoadErrorKind};
+use crate::loading::discovery::{Candidate, CandidateSource, Discovery};
+use crate::loading::safety::FileStamp;
+use crate::loading::trust::{TrustStatus, TrustStore};
+use crate::loading::{CheckedFile, LoadError, LoadErrorKind};
 use crate::plugin_abi::InProcessDefinitions;
 use crate::plugin_log::PluginLogSink;
 use crate::resolve::steering::{SteeringMessage, SteeringQueue};
@@ -569,6 +569,13 @@ impl Loader {
             in_process_definitions: None,
             plugin_host: None,
         }
+    }
+
+    /// What loads a file elsewhere before this process maps it for the first time: a
+    /// throwaway plugin process (by [`SessionBuilder::plugin_host`]'s program) where this
+    /// platform runs them.
+    pub(super) fn probe(&self) -> Option<Box<dyn crate::loading::Probe>> {
+        crate::isolate::probe_for_loading(self.plugin_host.clone())
     }
 
     /// Check and open the candidate, and require trust for a project-local one: the file a

@@ -1,6 +1,6 @@
 //! The tool-definitions cache: what each isolated plugin reported at its last handshake (its
 //! tools, the API version it loaded, what its sandbox enforced), kept in the user's private
-//! cache (see `load::cache`) so that a session over many plugins starts no process until one
+//! cache (see `loading::cache`) so that a session over many plugins starts no process until one
 //! of a plugin's tools is called.
 //!
 //! Why: a handshake costs a process start and a `dlopen` per plugin, at every session build;
@@ -18,16 +18,16 @@
 //!   sandbox can enforce depends on it).
 //!
 //! An entry is only written after a successful handshake (entries not written for 30 days are
-//! removed, see `load::cache`, so those of files long rebuilt do not pile up), and a hit is never the last word:
+//! removed, see `loading::cache`, so those of files long rebuilt do not pile up), and a hit is never the last word:
 //! the plugin's first child, started at its first call, reports its definitions again, and
 //! those replace the cached ones in the session (and in the cache) when they differ.
 
 use std::path::Path;
 
 use crate::isolate::plugin::Definitions;
-use crate::load::cache::{host_build, PrivateCache};
-use crate::load::safety::FileStamp;
-use crate::load::CheckedFile;
+use crate::loading::cache::{host_build, PrivateCache};
+use crate::loading::safety::FileStamp;
+use crate::loading::CheckedFile;
 use crate::sys::sandbox::SandboxPolicy;
 
 /// The kind of the cache's entries (see [`PrivateCache::get`]).

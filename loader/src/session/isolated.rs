@@ -16,9 +16,9 @@ use crate::isolate::plugin::{
     Starting,
 };
 use crate::isolate::Isolation;
-use crate::load::discovery::Candidate;
-use crate::load::open::descriptor_for_child;
-use crate::load::{LoadError, LoadErrorKind};
+use crate::loading::discovery::Candidate;
+use crate::loading::open::descriptor_for_child;
+use crate::loading::{LoadError, LoadErrorKind};
 use crate::sys::sandbox::Enforcement;
 use crate::sys::sandbox::{EnclosingRepository, SandboxPolicy};
 

@@ -26,9 +26,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::isolate::Isolation;
-use crate::load::discovery::Candidate;
-use crate::load::open::load_checked_probing;
-use crate::load::LoadError;
+use crate::loading::discovery::Candidate;
+use crate::loading::load_checked_with;
+use crate::loading::LoadError;
 use crate::plugin_abi::{plugin_tools, store_sink, Services};
 use crate::resolve::steering::{
     forced_tool_choice, Provider, SteeringMessage, SteeringQueue, ToolChoice,
@@ -147,7 +147,7 @@ impl Session {
         let tools = loader
             .check(candidate, &mut self.load_errors)
             .and_then(|file| {
-                let library = load_checked_probing(&file, loader.plugin_host.as_deref())?;
+                let library = load_checked_with(&file, loader.probe().as_deref())?;
                 Ok((library, file))
             })
             .and_then(|(library, file)| {

@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use xcsh_plugin_api::checks::{check_tool_name, compile_schema};
 
-use crate::load::{LoadError, LoadErrorKind};
+use crate::loading::{LoadError, LoadErrorKind};
 use crate::resolve::RESOLVE_TOOL_NAME;
 use crate::tool::{Tool, ToolOrigin, ToolSpec};
 

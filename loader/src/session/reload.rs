@@ -25,9 +25,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::isolate::Isolation;
-use crate::load::discovery::Candidate;
-use crate::load::safety::FileStamp;
-use crate::load::LoadError;
+use crate::loading::discovery::Candidate;
+use crate::loading::safety::FileStamp;
+use crate::loading::LoadError;
 use crate::tool::ToolOrigin;
 
 use super::registry::Registered;
@@ -327,7 +327,7 @@ impl Session {
         let fail = |cause: String| {
             LoadError::new(
                 &candidate.path,
-                crate::load::LoadErrorKind::PluginProcess { cause },
+                crate::loading::LoadErrorKind::PluginProcess { cause },
             )
         };
         let Some(settings) = self.watch.processes.clone() else {

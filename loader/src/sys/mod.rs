@@ -4,7 +4,7 @@
 //! can be; the `unsafe` that is left, each block saying why it holds, is the `dlopen` itself
 //! (`dl`), a plugin process's containment (`contain`: `unshare`, `fork`, `waitpid`) and start
 //! (`spawn`: inherited descriptors, Windows' Job Objects and handles), glibc's `malloc_trim`
-//! (`heap`) and its version ([`glibc_version`]). With `load::open`, this is the only module
+//! (`heap`) and its version ([`glibc_version`]). With `loading::open`, this is the only module
 //! the crate root's `#![deny(unsafe_code)]` allows it in.
 //!
 //! How a checked plugin reaches the dynamic loader ([`load`]):

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::load::safety::shell_quote;
+use crate::loading::safety::shell_quote;
 use crate::messages;
 
 /// A problem with one plugin file. Loading continues with the next file.
@@ -243,7 +243,7 @@ pub fn trust_command(path: &Path) -> String {
     let folder = path
         .parent()
         .and_then(Path::parent)
-        .filter(|folder| crate::load::plugin_folder::is_plugin_folder(folder));
+        .filter(|folder| crate::loading::plugin_folder::is_plugin_folder(folder));
     format!("xcsh-plugins trust {}", shell_quote(folder.unwrap_or(path)))
 }
 

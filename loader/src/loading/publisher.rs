@@ -12,7 +12,7 @@
 
 use std::io::Cursor;
 
-use crate::load::trust::TrustStore;
+use crate::loading::trust::TrustStore;
 
 /// What a check learnt.
 #[derive(Debug, Clone, PartialEq, Eq)]

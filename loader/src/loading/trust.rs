@@ -20,11 +20,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::load::error::trust_command;
-pub use crate::load::open::sha256_hex;
-use crate::load::open::CheckedFile;
-use crate::load::safety::{read_private, Refusal};
-use crate::load::{LoadError, LoadErrorKind};
+pub use crate::loading::error::trust_command;
+pub use crate::loading::open::sha256_hex;
+use crate::loading::open::CheckedFile;
+use crate::loading::safety::{read_private, Refusal};
+use crate::loading::{LoadError, LoadErrorKind};
 
 /// The trust file's name, in `~/.xcsh/agent/`.
 pub const TRUST_FILE_NAME: &str = "trusted-plugins.json";
@@ -196,7 +196,7 @@ impl TrustStore {
         };
         let mut text = serde_json::to_string_pretty(&document).map_err(std::io::Error::other)?;
         text.push('\n');
-        crate::load::cache::write_private(&self.file, text.as_bytes())
+        crate::loading::cache::write_private(&self.file, text.as_bytes())
     }
 }
 

@@ -19,8 +19,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::load::platform::HOST_TARGET;
-use crate::load::{LoadError, LoadErrorKind};
+use crate::loading::platform::HOST_TARGET;
+use crate::loading::{LoadError, LoadErrorKind};
 
 /// How the name of a multi-platform plugin folder ends.
 pub const PLUGIN_FOLDER_SUFFIX: &str = ".xcsh-plugin";

@@ -40,12 +40,12 @@ use abi_stable::std_types::RBoxError;
 use abi_stable::StableAbi;
 use xcsh_plugin_api::ffi::{ApiVersion, PluginModuleRef};
 
-use crate::load::cache::{host_build, PrivateCache};
-use crate::load::headers::{build_id, read_api_marker, ApiMarker};
-use crate::load::platform::check_platform;
-use crate::load::preflight::check_library;
-use crate::load::safety::{open_plugin, FileStamp, Refusal};
-use crate::load::{LoadError, LoadErrorKind};
+use crate::loading::cache::{host_build, PrivateCache};
+use crate::loading::headers::{build_id, read_api_marker, ApiMarker};
+use crate::loading::platform::check_platform;
+use crate::loading::preflight::check_library;
+use crate::loading::safety::{open_plugin, FileStamp, Refusal};
+use crate::loading::{LoadError, LoadErrorKind};
 use crate::sys::{load, read_all, LoadFailure, LoadSource};
 
 /// Content read and hashed for a trust decision: loading then maps exactly these bytes.
@@ -392,7 +392,7 @@ fn init_root_module(
     // and, when pinned, the SHA-256 of exactly the bytes mapped), so the plugin's layout
     // statics are the same bytes; and the check ran with fresh checking globals, so its
     // outcome depended on nothing but those two layouts. The cache file itself is only
-    // believed when it is the user's own and private (see `load::cache`). The check proves
+    // believed when it is the user's own and private (see `loading::cache`). The check proves
     // that every type reachable from the plugin's root module matches the host's field for
     // field, except trailing fields of prefix types (the root module and the vtables) that the
     // host has and the plugin lacks. Those are never read directly: prefix-type accessors
@@ -416,23 +416,23 @@ pub(crate) fn init_compiled_in_root_module(
     unsafe { header.init_root_module_with_unchecked_layout::<PluginModuleRef>() }
 }
 
-/// Check, open and load the library at `path`: [`CheckedFile::read`], then [`load_checked`].
-/// Loading runs the library's constructors, so only call this on files you trust.
-pub fn load_library(path: &Path) -> Result<PluginLibrary, LoadError> {
-    load_checked(&CheckedFile::read(path)?)
+/// What loads a file where its crash hurts nobody before this process maps it for the first
+/// time: the plugin-process layer's probe (a throwaway sandboxed `xcsh-plugin-host`), handed
+/// in by whoever has processes at hand (the session, `xcsh_loader::library`). Loading itself
+/// starts no process.
+pub trait Probe {
+    /// Load `path`, whose checked content `descriptor` holds, somewhere else first. `Err` is
+    /// the load error the file gets (it is then never mapped here); `Ok` also when no probe
+    /// could run (the probe says why, once).
+    fn probe(&self, path: &Path, descriptor: &File) -> Result<(), LoadError>;
 }
 
-/// Load the checked file (never the path's current content) and check the ABI and version.
-/// Loading runs the library's constructors, so only call this on files you trust.
-pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
-    load_checked_probing(file, None)
-}
-
-/// [`load_checked`], with the plugin host that loads the file first named
-/// (`SessionBuilder::plugin_host`), instead of found.
-pub(crate) fn load_checked_probing(
+/// Load the checked file (never the path's current content) and check the ABI and version,
+/// with `probe` (if any) loading it elsewhere first. Loading runs the library's constructors,
+/// so only call this on files you trust.
+pub fn load_checked_with(
     file: &CheckedFile,
-    probe_host: Option<&Path>,
+    probe: Option<&dyn Probe>,
 ) -> Result<PluginLibrary, LoadError> {
     let path = file.path();
     let error = |kind| LoadError::new(path, kind);
@@ -448,7 +448,9 @@ pub(crate) fn load_checked_probing(
     }
     let (source, api_version) = file.check_before_running()?;
     let layout_cache = layout_key(file, &source).map(LayoutEntry::read);
-    probe_first(file, layout_cache.as_ref(), probe_host)?;
+    if let Some(probe) = probe {
+        probe_first(file, layout_cache.as_ref(), probe)?;
+    }
     let outcome = match map_library(path, source, api_version, layout_cache.as_ref()) {
         Ok(library) => Ok(library),
         Err(MapFailure::Retry(error)) => return Err(error),
@@ -472,37 +474,21 @@ pub(crate) fn load_checked_probing(
     outcome
 }
 
-/// Before the first `dlopen` of `file` in this process, load it in a throwaway process
-/// ([`crate::isolate::probe`]), unless its layout check passed before in this host build (the
-/// cache entry exists only for a file that loaded: the same file object loads again here).
-/// `XCSH_LOADER_PROBE=0` turns it off (for measurements, or where no process can be started).
-#[cfg(plugin_processes)]
+/// Before the first `dlopen` of `file` in this process, have `probe` load it elsewhere,
+/// unless its layout check passed before in this host build (the cache entry exists only for
+/// a file that loaded: the same file object loads again here). `XCSH_LOADER_PROBE=0` turns it
+/// off (for measurements, or where no process can be started).
 fn probe_first(
     file: &CheckedFile,
     layout_cache: Option<&LayoutEntry>,
-    probe_host: Option<&Path>,
+    probe: &dyn Probe,
 ) -> Result<(), LoadError> {
     let loaded_before = layout_cache.is_some_and(|entry| entry.checked_before);
     let turned_off = std::env::var_os("XCSH_LOADER_PROBE").is_some_and(|v| v == "0");
     if loaded_before || turned_off {
         return Ok(());
     }
-    let descriptor = descriptor_for_child(file)?;
-    use crate::isolate::probe::{probe, Verdict};
-    match probe(file.path(), &descriptor, probe_host) {
-        Verdict::Passed | Verdict::NotRun => Ok(()),
-        Verdict::Failed(error) => Err(error),
-    }
-}
-
-/// No plugin processes here (yet): the file is loaded without a probe.
-#[cfg(not(plugin_processes))]
-fn probe_first(
-    _file: &CheckedFile,
-    _layout_cache: Option<&LayoutEntry>,
-    _probe_host: Option<&Path>,
-) -> Result<(), LoadError> {
-    Ok(())
+    probe.probe(file.path(), &descriptor_for_child(file)?)
 }
 
 /// Why [`map_library`] failed: `Retry` when nothing was mapped (a later attempt may succeed),

@@ -13,7 +13,7 @@
 //! The file is then opened without following symbolic links and `fstat`ed: it must be the
 //! object that was checked (same device and inode, still owned and moded as required), and
 //! everything after (the header check, the hash for trust, the dynamic loader) works on
-//! that descriptor, never on the path again (see [`crate::load::open`]).
+//! that descriptor, never on the path again (see [`crate::loading::open`]).
 //!
 //! Ownership and modes are Unix notions: elsewhere only the type and name are checked.
 //!

@@ -1,13 +1,13 @@
 //! Finding plugin files: explicit paths first, then `<cwd>/.xcsh/tools/`, then
 //! `~/.xcsh/agent/tools/`, each deduplicated by canonical path. A multi-platform plugin
-//! folder (`*.xcsh-plugin`, see [`crate::load::plugin_folder`]) stands for this host's
+//! folder (`*.xcsh-plugin`, see [`crate::loading::plugin_folder`]) stands for this host's
 //! library in it, given explicitly or found in a plugin directory.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::load::plugin_folder::{host_library, is_plugin_folder};
-use crate::load::{LoadError, LoadErrorKind};
+use crate::loading::plugin_folder::{host_library, is_plugin_folder};
+use crate::loading::{LoadError, LoadErrorKind};
 
 /// Where a candidate was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -287,7 +287,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let cwd = tmp.path().join("proj");
         let tools = project_dir(&cwd);
-        let host = crate::load::platform::HOST_TARGET;
+        let host = crate::loading::platform::HOST_TARGET;
         let library = tools.join("a.xcsh-plugin").join(host).join(format!(
             "{}a{}",
             std::env::consts::DLL_PREFIX,

@@ -5,7 +5,7 @@
 //! with SIGBUS. So before loading, the file is parsed with the `object` crate and every
 //! loadable segment and section must lie inside the file. Anything else is reported as "not a
 //! loadable shared library" with the reason. The file checked is the file loaded (see
-//! [`crate::load::open`]); only the headers are read, not the whole file.
+//! [`crate::loading::open`]); only the headers are read, not the whole file.
 
 //!
 //! The file's other facts (its plugin API, build-id, platform) are read in `headers`.

@@ -17,10 +17,10 @@ use object::read::elf::FileHeader;
 use object::read::macho::{FatArch, MachHeader, MachOFatFile32, MachOFatFile64};
 use object::{elf, macho, Endianness, FileKind, ReadRef};
 
-use crate::load::headers::{
+use crate::loading::headers::{
     elf_header, glibc_versions_needed, pe_machine, read_api_marker, ApiMarker,
 };
-use crate::load::LoadErrorKind;
+use crate::loading::LoadErrorKind;
 
 /// The Rust target triple this host was built for (`x86_64-unknown-linux-gnu`): the name of
 /// its subfolder in a multi-platform plugin folder, and the target of [`build_hint`].

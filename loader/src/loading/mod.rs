@@ -34,6 +34,6 @@ pub mod trust;
 pub use error::{LoadError, LoadErrorKind};
 pub(crate) use open::init_compiled_in_root_module;
 pub use open::{
-    host_api_version, load_checked, load_library, oldest_supported_api_version, CheckedFile,
-    PluginLibrary,
+    host_api_version, load_checked_with, oldest_supported_api_version, CheckedFile, PluginLibrary,
+    Probe,
 };
