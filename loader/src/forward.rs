@@ -27,15 +27,13 @@ use crate::tool::PluginError;
 pub struct Pending<T> {
     /// `None` once closed: nobody will answer.
     waiting: Mutex<Option<HashMap<u64, oneshot::Sender<T>>>>,
-    next: AtomicU64,
+    /// The last number given (0: none yet), perhaps shared ([`Pending::numbered_from`]).
+    next: Arc<AtomicU64>,
 }
 
 impl<T> Default for Pending<T> {
     fn default() -> Self {
-        Self {
-            waiting: Mutex::new(Some(HashMap::new())),
-            next: AtomicU64::new(0),
-        }
+        Self::numbered_from(Arc::default())
     }
 }
 
@@ -48,6 +46,16 @@ impl<T> std::fmt::Debug for Pending<T> {
 }
 
 impl<T> Pending<T> {
+    /// A table whose numbers come from `numbers` (the last number given; 0 when none), a
+    /// sequence it shares with other messages of the link: a plugin process numbers calls,
+    /// session events and applies in one space, so that none is mistaken for another.
+    pub fn numbered_from(numbers: Arc<AtomicU64>) -> Self {
+        Self {
+            waiting: Mutex::new(Some(HashMap::new())),
+            next: numbers,
+        }
+    }
+
     /// A new request: its number, and where its answer arrives (an error there once the table
     /// is closed or dropped unanswered: the other side is gone).
     pub fn open(&self) -> (u64, oneshot::Receiver<T>) {

@@ -26,6 +26,7 @@ use xcsh_plugin_api::AgentToolResult;
 use super::protocol::{
     FrameReader, FrameWriter, HostMessage, Resolution, ToolDefinition, PROTOCOL_VERSION,
 };
+use crate::forward::Pending;
 use crate::loading::{LoadError, LoadErrorKind};
 use crate::plugin_log::{PluginLogLevel, PluginLogSink};
 use crate::store::PendingActionSink;
@@ -205,9 +206,10 @@ pub(super) enum Stop {
 #[derive(Default)]
 pub(super) struct Shared {
     pub(super) calls: Mutex<HashMap<u64, CallSlot>>,
-    /// Session events not yet heard: each sender is dropped when the child says it heard its
-    /// event, or when the child is gone, which is what the host's `on_session` waits for.
-    pub(super) hearing: Mutex<HashMap<u64, oneshot::Sender<()>>>,
+    /// Session events not yet heard: each is answered when the child says it heard its event,
+    /// and all of them when the child is gone (closed), which is what the host's `on_session`
+    /// waits for. Numbered with the calls and requests ([`Connection::number`]).
+    pub(super) hearing: Pending<()>,
     /// Apply and reject requests not yet answered; answered under this lock.
     pub(super) requests: Mutex<HashMap<u64, Waiting>>,
     /// What the applies and rejects running in the child use of the host while their caller
@@ -237,7 +239,9 @@ pub(super) struct Connection {
     outgoing: FrameWriter<HostWrite>,
     stop: mpsc::UnboundedSender<Stop>,
     shared: Arc<Shared>,
-    next_id: AtomicU64,
+    /// The last number given to a call, a session event or a request (one sequence: the
+    /// child routes them by number).
+    numbers: Arc<AtomicU64>,
     /// Whether the plugin already counted this child's end as a crash.
     pub crash_noted: AtomicBool,
     /// When the child last stopped being used (a call or an action of its own ended); see
@@ -388,7 +392,11 @@ impl Connection {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let shared = Arc::new(Shared::default());
+        let numbers = Arc::new(AtomicU64::new(0));
+        let shared = Arc::new(Shared {
+            hearing: Pending::numbered_from(Arc::clone(&numbers)),
+            ..Shared::default()
+        });
         let mut output = Vec::new();
         if let Some(out) = child.stdout.take() {
             output.push(tokio::spawn(log_lines(
@@ -432,7 +440,7 @@ impl Connection {
                 outgoing: FrameWriter::new(writer),
                 stop,
                 shared: Arc::clone(&shared),
-                next_id: AtomicU64::new(1),
+                numbers,
                 crash_noted: AtomicBool::new(false),
                 last_used: Mutex::new(Instant::now()),
                 pid,
@@ -550,25 +558,21 @@ impl Connection {
         tool: String,
         event: crate::services::SessionEvent,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let call = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (sender, heard) = oneshot::channel::<()>();
-        // Under the lock the reaper takes to forget every event: either it sees this one or
-        // this sees the child's end (and nothing is sent to a child that is gone).
-        let running = {
-            let mut hearing = lock(&self.shared.hearing);
-            let running = self.ended().is_none();
-            if running {
-                hearing.insert(call, sender);
-            }
-            running
-        };
-        if running {
+        let (call, heard) = self.shared.hearing.open();
+        // A child already gone is sent nothing; its end closed (or will close) the table, so
+        // the wait below ends either way.
+        if self.ended().is_none() {
             self.send(HostMessage::SessionEvent { call, tool, event });
         }
         async move {
             // Heard, or the child is gone: either way nothing is left to wait for.
             let _ = heard.await;
         }
+    }
+
+    /// A number for a call or a request, from the sequence session events are numbered from.
+    fn number(&self) -> u64 {
+        self.numbers.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Start a call of `tool`.
@@ -581,7 +585,7 @@ impl Connection {
         services: crate::services::CallServices,
     ) -> Result<SentCall, String> {
         let facts = services.facts();
-        let number = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let number = self.number();
         let (sender, end) = oneshot::channel();
         let finished = CancelToken::new();
         {
@@ -627,7 +631,7 @@ impl Connection {
         late: LateAnswer,
         ctx: ActionContext,
     ) -> Result<Resolution, NoAnswer> {
-        let request = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = self.number();
         let (sender, answer) = oneshot::channel();
         // The child's questions and updates for this request are answered with `ctx` while
         // its caller waits, and refused once it stopped waiting.
@@ -736,9 +740,8 @@ fn finish(shared: &Shared, status: std::io::Result<std::process::ExitStatus>) {
     };
     let calls: Vec<CallSlot> = {
         let mut calls = lock(&shared.calls);
-        let mut hearing = lock(&shared.hearing);
         *lock(&shared.ended) = Some(cause.clone());
-        hearing.clear();
+        shared.hearing.close();
         calls.drain().map(|(_, slot)| slot).collect()
     };
     shared.ended_signal.cancel();

@@ -140,8 +140,8 @@ impl Reader {
                 }
             }
             ChildMessage::Heard { call } => {
-                // Dropping the sender wakes the host's `on_session`.
-                lock(&shared.hearing).remove(&call);
+                // Wakes the host's `on_session`.
+                shared.hearing.answer(call, ());
             }
             ChildMessage::Update { call, result } => {
                 let updates = lock(&shared.calls)
