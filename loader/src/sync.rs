@@ -4,12 +4,10 @@
 //! panics while holding it, and a plugin's panic must never take a session down with it; so a
 //! poisoned lock is taken as it is instead of propagating the panic.
 
-use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// Lock `mutex`, recovering from poisoning.
-pub(crate) fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+/// Lock `mutex`, recovering from poisoning: the plugin API's, one routine for the workspace.
+pub(crate) use xcsh_plugin_api::__private::lock;
 
 /// Take `lock` for reading, recovering from poisoning.
 pub(crate) fn read<T: ?Sized>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {

@@ -404,7 +404,7 @@ impl Captured {
     /// marked truncated.
     async fn take_by(self, grace: tokio::time::Instant) -> (Vec<u8>, bool) {
         let ended = tokio::time::timeout_at(grace, self.ended).await.is_ok();
-        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let mut kept = crate::sync::lock(&self.kept);
         let (output, dropped) = std::mem::take(&mut *kept);
         (output, dropped || !ended)
     }
@@ -423,7 +423,7 @@ fn read_capped(pipe: Option<impl Read + Send + 'static>, cap: usize) -> Captured
                 match pipe.read(&mut chunk) {
                     Ok(0) => break,
                     Ok(n) => {
-                        let mut kept = shared.lock().unwrap_or_else(|p| p.into_inner());
+                        let mut kept = crate::sync::lock(&shared);
                         let room = cap.saturating_sub(kept.0.len());
                         kept.0.extend_from_slice(&chunk[..n.min(room)]);
                         kept.1 |= n > room;
@@ -463,7 +463,7 @@ impl Group {
 
     /// Kill the whole group (the leader alone where there are no groups).
     fn kill(&self) {
-        let reaped = self.reaped.lock().unwrap_or_else(|p| p.into_inner());
+        let reaped = crate::sync::lock(&self.reaped);
         if !*reaped {
             kill_group(self.leader);
         }
@@ -473,7 +473,7 @@ impl Group {
     fn wait(&self, mut child: std::process::Child) -> std::io::Result<std::process::ExitStatus> {
         wait_unreaped(self.leader);
         {
-            let mut reaped = self.reaped.lock().unwrap_or_else(|p| p.into_inner());
+            let mut reaped = crate::sync::lock(&self.reaped);
             kill_group(self.leader);
             *reaped = true;
         }

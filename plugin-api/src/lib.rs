@@ -87,6 +87,7 @@ pub mod host;
 mod pending;
 mod result;
 mod schema;
+mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tool;
@@ -224,6 +225,10 @@ pub mod __private {
     /// apply checks its files the same way: one routine, not part of the API (hidden, may
     /// change in any release).
     pub use crate::files::fsops::in_parallel;
+
+    /// The one poison-tolerant lock of the plugin API and the workspace's hosts (the loader,
+    /// the Node binding, `ast_edit`). Hidden, may change in any release.
+    pub use crate::sync::lock;
 }
 
 /// Declare parameter types — structs and enums — deriving `Deserialize` and `JsonSchema`

@@ -15,6 +15,7 @@ use crate::ffi::{
     PendingActionFfi_TO,
 };
 use crate::guard::{drop_quietly, guard};
+use crate::sync::lock;
 use crate::tool::ContextEnd;
 use crate::{AgentToolResult, CustomToolApi, PluginError, ToolContext};
 
@@ -267,11 +268,6 @@ impl Drop for Callbacks {
 /// Take the callback out of its slot, so it runs at most once even if a host misbehaves.
 fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
     lock(slot).take()
-}
-
-/// Lock a slot; a poisoned one is still a plain `Option`.
-fn lock<T>(slot: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn already_resolved<T: 'static>() -> FfiFuture<abi_stable::std_types::RResult<T, RString>> {

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -117,6 +117,5 @@ impl PendingActionSink for RuntimeStore {
 const SHUTTING_DOWN: &str =
     "the JavaScript runtime is shutting down; the pending action was not pushed";
 
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
+/// Lock `mutex`, recovering from poisoning (the plugin API's one routine).
+pub(crate) use xcsh_plugin_api::__private::lock;

@@ -31,6 +31,7 @@ use xcsh_loader::tool::ProgressThrottle;
 use xcsh_loader::{
     AgentToolResult, CallOptions, CancelToken, Session, UpdateSink, RESOLVE_TOOL_NAME,
 };
+use xcsh_plugin_api::__private::lock;
 
 use crate::cli::{IdleArg, JsonArg, ReloadArg, SessionArgs};
 use crate::decide::{decide, Decision, DecisionFlags};
@@ -158,10 +159,7 @@ impl Progress {
     fn sink(&self) -> UpdateSink {
         let throttle = Arc::clone(&self.throttle);
         Arc::new(move |partial: AgentToolResult| {
-            let shown = throttle
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .offer(partial.joined_text(), Instant::now());
+            let shown = lock(&throttle).offer(partial.joined_text(), Instant::now());
             if let Some(text) = shown {
                 show_progress(&text);
             }
@@ -169,11 +167,7 @@ impl Progress {
     }
 
     fn finish(&self) {
-        let held = self
-            .throttle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .finish();
+        let held = lock(&self.throttle).finish();
         if let Some(text) = held {
             show_progress(&text);
         }
@@ -296,7 +290,7 @@ struct Interrupt {
 
 impl Interrupt {
     fn signal(&self) -> Option<EndSignal> {
-        *self.signal.lock().unwrap_or_else(|p| p.into_inner())
+        *lock(&self.signal)
     }
 
     /// What Ctrl-C at a plugin's question does: what `SIGINT` does (the terminal is in raw
@@ -304,11 +298,7 @@ impl Interrupt {
     fn on_ctrl_c(&self) -> crate::terminal_ui::OnInterrupt {
         let interrupt = self.clone();
         Arc::new(move || {
-            interrupt
-                .signal
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get_or_insert(EndSignal::Interrupt);
+            lock(&interrupt.signal).get_or_insert(EndSignal::Interrupt);
             interrupt.cancel.cancel();
         })
     }
@@ -373,7 +363,7 @@ async fn on_signal(session: Arc<Session>, interrupt: Interrupt) {
     let Some(signal) = next_signal().await else {
         return;
     };
-    *interrupt.signal.lock().unwrap_or_else(|p| p.into_inner()) = Some(signal);
+    *lock(&interrupt.signal) = Some(signal);
     interrupt.cancel.cancel();
     if !interrupt.prompting.load(Ordering::SeqCst) {
         eprintln!(

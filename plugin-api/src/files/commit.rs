@@ -742,7 +742,7 @@ struct Slot {
 
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, Slot> {
-        self.slot.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.slot)
     }
 
     fn end(&self, result: Made) {

@@ -28,7 +28,7 @@ static SIMULATED: Mutex<Vec<(PathBuf, u32)>> = Mutex::new(Vec::new());
 /// [`CommitError::SimulatedCrash`]. A commit with fewer steps completes normally (and the
 /// request is used up), which is how a test knows it has tried every step.
 pub fn simulate_crash_at(working_dir: &Path, step: u32) {
-    let mut armed = SIMULATED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut armed = crate::sync::lock(&SIMULATED);
     armed.retain(|(dir, _)| dir != working_dir);
     armed.push((working_dir.to_path_buf(), step));
 }
@@ -46,7 +46,7 @@ pub(super) struct Faults {
 impl Faults {
     pub fn for_commit(root: &Path) -> Faults {
         let simulated = {
-            let mut armed = SIMULATED.lock().unwrap_or_else(|p| p.into_inner());
+            let mut armed = crate::sync::lock(&SIMULATED);
             let found = armed.iter().position(|(dir, _)| dir == root);
             found.map(|at| armed.remove(at).1)
         };

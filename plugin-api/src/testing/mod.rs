@@ -55,7 +55,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RString};
@@ -70,6 +70,7 @@ use crate::ffi::{
     details_from_json, FfiLogLevel, FfiPendingAction, FfiToolDef, FfiToolResult, HostApiFfi,
     HostApiFfi_TO, ToolContextFfi, ToolContextFfi_TO,
 };
+use crate::sync::lock;
 use crate::{AgentToolResult, CustomToolApi, PluginError, ToolSet};
 
 pub use crate::STORE_UNAVAILABLE;
@@ -202,12 +203,6 @@ struct HostState {
     logs: Mutex<Vec<LogLine>>,
     /// The user and model the test scripted.
     services: answers::ScriptedHost,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The host side of `CustomToolApi`, as the loader implements it.

@@ -365,9 +365,7 @@ pub fn inside_root(cwd: &Path, entry: &str) -> String {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
+use xcsh_plugin_api::__private::lock;
 
 fn into_inner<T>(mutex: Mutex<T>) -> T {
     mutex.into_inner().unwrap_or_else(|p| p.into_inner())
