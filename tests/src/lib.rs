@@ -226,6 +226,19 @@ pub fn frozen_v0_6_plugin() -> PathBuf {
         .clone()
 }
 
+/// The fixture plugin built against the frozen copy of `xcsh-plugin-api` 0.7.0, the last API
+/// before tools could describe how their calls and results look (`tests/frozen-0.7/`, a
+/// workspace of its own), built once per process.
+pub fn frozen_v0_7_plugin() -> PathBuf {
+    static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
+    PLUGIN
+        .get_or_init(|| match build_frozen("tests/frozen-0.7", "fixture-v0_7") {
+            Ok(path) => path,
+            Err(message) => panic!("{message}"),
+        })
+        .clone()
+}
+
 /// Build `package` of the frozen workspace `dir`; its shared library.
 fn build_frozen(dir: &str, package: &str) -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());

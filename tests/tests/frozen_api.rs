@@ -1,7 +1,8 @@
 //! Plugins built against frozen copies of `xcsh-plugin-api` 0.2.0 (`tests/frozen/`), 0.5.1
-//! (`tests/frozen-0.5/`) and 0.6.0 (`tests/frozen-0.6/`) in the current host: they load, list,
-//! run, use what their API offered (0.6: host services, session events, programs, audio and
-//! resources), push pending actions and resolve them. This is the proof that the ABI grows
+//! (`tests/frozen-0.5/`), 0.6.0 (`tests/frozen-0.6/`) and 0.7.0 (`tests/frozen-0.7/`) in the
+//! current host: they load, list, run, use what their API offered (0.6: host services, session
+//! events, programs, audio and resources; 0.7: `#[tool]`, host services in `apply` and
+//! `reject`), push pending actions and resolve them. This is the proof that the ABI grows
 //! without breaking plugins already built (see `plugin-api/ABI.md`).
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
@@ -556,4 +557,81 @@ async fn a_0_6_0_plugin_pushes_and_resolves_and_retries_its_apply_in_both_isolat
 /// What an embedder that settles an action itself hands it when no one can answer.
 fn no_services() -> xcsh_loader::store::ActionContext {
     xcsh_loader::store::ActionContext::without_services(xcsh_loader::tool::CancelToken::new())
+}
+
+#[tokio::test]
+async fn a_0_7_0_plugin_runs_its_macro_tool_and_asks_from_its_apply_in_both_isolation_modes() {
+    use xcsh_loader::services::HostReply;
+    for isolation in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let user = ScriptedUser::answering([HostReply::Confirmed { yes: true }]);
+        let session = Session::builder(dir.path())
+            .default_dirs(false)
+            .isolation(isolation)
+            .plugin(xcsh_integration_tests::frozen_v0_7_plugin())
+            .host_services(std::sync::Arc::clone(&user) as std::sync::Arc<_>)
+            .build();
+        assert!(
+            session.load_errors().is_empty(),
+            "{isolation:?}: {:#?}",
+            session.load_errors()
+        );
+        assert_eq!(session.plugins()[0].api_version.to_string(), "0.7.0");
+        assert_eq!(session.plugins()[0].isolation, isolation);
+
+        // The `#[tool]` function: its doc comment, its label, its parameter's schema.
+        let echo = session
+            .tools()
+            .into_iter()
+            .find(|tool| tool.name == "frozen7_echo")
+            .unwrap();
+        assert_eq!(echo.label, "Frozen 0.7 Echo");
+        assert_eq!(
+            echo.description,
+            "Echoes its text (built against xcsh-plugin-api 0.7.0)"
+        );
+        assert_eq!(echo.parameters["required"], json!(["text"]));
+        let echoed = session.call("frozen7_echo", json!({"text": "hi"})).await;
+        assert!(!echoed.is_error, "{isolation:?}: {}", echoed.text());
+        assert_eq!(echoed.text(), "echo: hi");
+        assert_eq!(echoed.result.details, Some(json!({"api": "0.7.0"})));
+
+        // The apply asks and notifies through the `resolve` call's context.
+        let pushed = session.call("frozen7_preview", json!({"text": "a"})).await;
+        assert!(!pushed.is_error, "{isolation:?}: {}", pushed.text());
+        assert_eq!(
+            session.store().unwrap().peek().unwrap().label,
+            "Frozen 0.7: a"
+        );
+        let applied = session
+            .call(
+                RESOLVE_TOOL_NAME,
+                json!({"action": "apply", "reason": "ok"}),
+            )
+            .await;
+        assert!(!applied.is_error, "{isolation:?}: {}", applied.text());
+        assert_eq!(applied.text(), "applied a: confirmed=true", "{isolation:?}");
+        assert_eq!(user.asked.lock().unwrap().len(), 1, "{isolation:?}");
+        assert_eq!(
+            *user.notes.lock().unwrap(),
+            ["applying a (ok)"],
+            "{isolation:?}"
+        );
+
+        // The reject notifies too.
+        session.call("frozen7_preview", json!({"text": "b"})).await;
+        let discarded = session
+            .call(
+                RESOLVE_TOOL_NAME,
+                json!({"action": "discard", "reason": "no"}),
+            )
+            .await;
+        assert!(!discarded.is_error, "{isolation:?}: {}", discarded.text());
+        assert_eq!(
+            user.notes.lock().unwrap().last().map(String::as_str),
+            Some("discarded (no)"),
+            "{isolation:?}"
+        );
+        session.shutdown().await;
+    }
 }
