@@ -12,11 +12,11 @@ pub use crate::loading::open::*;
 use crate::loading::LoadError;
 
 /// Load the checked file (never the path's current content) and check the ABI and version,
-/// after loading it once in a throwaway plugin process where this platform runs them (a file
-/// that crashes there is a load error, never mapped here). Loading runs the library's
+/// after loading it once in a throwaway plugin process (a file that crashes there is a load
+/// error, never mapped here). Loading runs the library's
 /// constructors, so only call this on files you trust.
 pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
-    load_checked_with(file, crate::isolate::probe_for_loading(None).as_deref())
+    load_checked_with(file, Some(&crate::isolate::probe_for_loading(None)))
 }
 
 /// Check, open and load the library at `path`: [`CheckedFile::read`], then [`load_checked`].

@@ -143,7 +143,6 @@ impl SessionServices {
     }
 
     /// The same services, for a plugin whose sandbox lets it write only under `writable`.
-    #[cfg(plugin_processes)]
     pub(crate) fn confined_to(mut self, writable: Option<Arc<[std::path::PathBuf]>>) -> Self {
         self.writable = writable;
         self

@@ -13,36 +13,18 @@
 //!
 //! The contract, with its exact strings, is in `docs/isolation.md`.
 
-#[cfg(plugin_processes)]
 mod child;
-#[cfg(plugin_processes)]
 mod connection;
-#[cfg(plugin_processes)]
 pub(crate) mod idle;
-#[cfg(plugin_processes)]
 pub(crate) mod plugin;
-#[cfg(plugin_processes)]
 pub(crate) mod probe;
-#[cfg(plugin_processes)]
 mod protocol;
-#[cfg(plugin_processes)]
 mod proxy;
-#[cfg(plugin_processes)]
 mod reader;
 
-#[cfg(plugin_processes)]
 use std::path::PathBuf;
 
-#[cfg(plugin_processes)]
 pub use child::child_main;
-
-/// The `main` of `xcsh-plugin-host` where process isolation is not built: it says so and
-/// exits with 2.
-#[cfg(not(plugin_processes))]
-pub fn child_main() -> std::process::ExitCode {
-    eprintln!("xcsh-plugin-host: process isolation is only available on Linux, macOS and Windows");
-    std::process::ExitCode::from(2)
-}
 
 /// The environment variable naming the `xcsh-plugin-host` executable.
 pub const PLUGIN_HOST_ENV: &str = "XCSH_PLUGIN_HOST";
@@ -55,27 +37,24 @@ pub const PLUGIN_HOST_BIN: &str = "xcsh-plugin-host";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Isolation {
     /// Each plugin library in a child process of its own, which the host can kill. The
-    /// default where it is available (Linux, macOS and Windows).
-    #[cfg_attr(plugin_processes, default)]
+    /// default.
+    #[default]
     Process,
-    /// In the host's own process (the only mode elsewhere): panics are contained, but not an
-    /// `exit`, an `abort` or a segfault. For an embedder who trusts its plugins.
-    #[cfg_attr(not(plugin_processes), default)]
+    /// In the host's own process: panics are contained, but not an `exit`, an `abort` or a
+    /// segfault. For an embedder who trusts its plugins.
     InProcess,
 }
 
 impl Isolation {
-    /// Whether this platform can run plugins in processes of their own.
-    pub const PROCESS_AVAILABLE: bool = cfg!(plugin_processes);
+    /// Whether this platform can run plugins in processes of their own: always, on every
+    /// system the loader builds for (Linux, macOS and Windows; `build.rs` refuses others).
+    pub const PROCESS_AVAILABLE: bool = true;
 
-    /// The mode a session really uses when `self` is asked for: `Process` falls back to
-    /// `InProcess` where process isolation is not available.
+    /// The mode a session really uses when `self` is asked for: `self`, on every system the
+    /// loader builds for (kept for embedders written when other systems fell back to
+    /// `InProcess`).
     pub fn effective(self) -> Isolation {
-        if Self::PROCESS_AVAILABLE {
-            self
-        } else {
-            Isolation::InProcess
-        }
+        self
     }
 
     /// `process` or `in-process`, as the command line spells it.
@@ -108,21 +87,14 @@ impl std::str::FromStr for Isolation {
 
 /// The probe loading takes before a file's first in-process `dlopen`
 /// (`loading::open::Probe`): a throwaway plugin process run by `host` (found as for process
-/// isolation when `None`), where this platform runs them; `None` elsewhere.
-pub(crate) fn probe_for_loading(host: Option<PathBuf>) -> Option<Box<dyn crate::loading::Probe>> {
-    #[cfg(plugin_processes)]
-    return Some(Box::new(probe::ProcessProbe { host }));
-    #[cfg(not(plugin_processes))]
-    {
-        let _ = host;
-        None
-    }
+/// isolation when `None`).
+pub(crate) fn probe_for_loading(host: Option<PathBuf>) -> probe::ProcessProbe {
+    probe::ProcessProbe { host }
 }
 
 /// Find `xcsh-plugin-host`: `explicit` (a builder setting), then `$XCSH_PLUGIN_HOST`, then
 /// next to the running executable (and one directory up, where cargo puts test binaries'
 /// siblings). The error says how to provide it.
-#[cfg(plugin_processes)]
 pub(crate) fn find_plugin_host(explicit: Option<&PathBuf>) -> Result<PathBuf, String> {
     if let Some(path) = explicit {
         return Ok(path.clone());
@@ -157,20 +129,16 @@ mod tests {
         assert!("sideways".parse::<Isolation>().is_err());
         assert_eq!(Isolation::InProcess.to_string(), "in-process");
         assert_eq!(Isolation::InProcess.effective(), Isolation::InProcess);
-        #[cfg(plugin_processes)]
         assert_eq!(Isolation::default(), Isolation::Process);
-        #[cfg(not(plugin_processes))]
-        assert_eq!(Isolation::Process.effective(), Isolation::InProcess);
     }
 
-    #[cfg(plugin_processes)]
     #[test]
     fn an_explicit_plugin_host_wins_and_a_missing_one_says_how_to_provide_it() {
         let explicit = PathBuf::from("/opt/xcsh/xcsh-plugin-host");
         assert_eq!(find_plugin_host(Some(&explicit)), Ok(explicit));
     }
 
-    #[cfg(all(plugin_processes, unix))]
+    #[cfg(unix)]
     #[test]
     fn exits_are_described_by_signal_name_or_status() {
         use std::os::unix::process::ExitStatusExt;

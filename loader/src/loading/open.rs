@@ -530,7 +530,6 @@ fn map_library(
 /// In a plugin child (`xcsh-plugin-host`): load the checked content the parent handed over as
 /// the inherited descriptor `file` (the checked file itself, or a sealed memfd of the pinned
 /// bytes). `path` is the original file, for messages.
-#[cfg(plugin_processes)]
 pub(crate) fn load_inherited(path: &Path, file: File) -> Result<PluginLibrary, LoadError> {
     let api_version = check_before_running(path, &object::ReadCache::new(&file))?;
     // No layout cache here: the sandboxed child cannot write the user's cache, and its
@@ -547,7 +546,6 @@ pub(crate) fn load_inherited(path: &Path, file: File) -> Result<PluginLibrary, L
 /// file, hashed). Unlike in-process loading, a path whose content changed may be handed to a
 /// new child: each version runs in a process of its own (this is how a session reloads a
 /// rebuilt plugin), so two versions never share an address space.
-#[cfg(plugin_processes)]
 pub(crate) fn descriptor_for_child(file: &CheckedFile) -> Result<File, LoadError> {
     let path = file.path();
     let error = |kind| LoadError::new(path, kind);
@@ -571,7 +569,6 @@ pub(crate) fn descriptor_for_child(file: &CheckedFile) -> Result<File, LoadError
 
 /// After a child loaded `file`'s descriptor: whether what it mapped is what was checked (a
 /// pinned file's sealed copy cannot change; an opened file must not have been written).
-#[cfg(plugin_processes)]
 pub(crate) fn still_as_checked(file: &CheckedFile) -> bool {
     matches!(file.pinned.get(), Some(Ok(_))) || file.unchanged()
 }

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-#[cfg(plugin_processes)]
 use crate::isolate::find_plugin_host;
 use crate::isolate::Isolation;
 use crate::loading::discovery::{Candidate, CandidateSource, Discovery};
@@ -17,14 +16,11 @@ use crate::plugin_abi::InProcessDefinitions;
 use crate::plugin_log::PluginLogSink;
 use crate::resolve::steering::{SteeringMessage, SteeringQueue};
 use crate::store::{PendingActionSink, PendingActionStore};
-#[cfg(plugin_processes)]
 use crate::sys::sandbox::EnclosingRepository;
 use crate::sys::sandbox::{SandboxPolicy, DEFAULT_MAX_OPEN_FILES, DEFAULT_MEMORY_LIMIT};
 use crate::tool::Tool;
 
-#[cfg(plugin_processes)]
 use super::definitions::DefinitionsCache;
-#[cfg(plugin_processes)]
 use super::isolated::ProcessSettings;
 use super::reload::Watch;
 use super::Session;
@@ -46,7 +42,6 @@ pub struct SessionBuilder {
     default_timeout: Option<Duration>,
     after_check: Option<AfterCheckHook>,
     isolation: Isolation,
-    #[cfg_attr(not(plugin_processes), allow(dead_code))]
     plugin_host: Option<PathBuf>,
     inline_calls: bool,
     /// The plugin processes' sandbox, except their writable directories, which are the
@@ -58,7 +53,6 @@ pub struct SessionBuilder {
     /// Register isolated plugins from the definitions cache when it has them.
     definitions_cache: bool,
     /// When idle plugin processes are stopped.
-    #[cfg_attr(not(plugin_processes), allow(dead_code))]
     idle: super::idle_policy::IdlePolicy,
     /// What the host offers plugins' calls: a user, a model (none by default).
     services: crate::services::SessionServices,
@@ -398,9 +392,7 @@ impl SessionBuilder {
             default_timeout: self.default_timeout,
             services: self.services.clone(),
             watch: Watch::default(),
-            #[cfg(plugin_processes)]
             children: Default::default(),
-            #[cfg(plugin_processes)]
             deferred: Default::default(),
         };
         for tool in std::mem::take(&mut self.builtins) {
@@ -417,12 +409,7 @@ impl SessionBuilder {
         );
         loader.plugin_log = self.plugin_log.clone();
         loader.plugin_host = self.plugin_host.clone();
-        let isolation = self.isolation.effective();
-        if isolation != self.isolation {
-            tracing::warn!(
-                "process isolation is not available on this platform; plugins run in-process"
-            );
-        }
+        let isolation = self.isolation;
         // Each file as it is before it is checked: a change after this is reloaded.
         let reload = self.reload;
         let watch = |session: &mut Session, candidate: &Candidate| {
@@ -433,7 +420,6 @@ impl SessionBuilder {
             }
         };
         match isolation {
-            #[cfg(plugin_processes)]
             Isolation::Process => {
                 let settings = Arc::new(self.process_settings(&mut session));
                 // Every child starts before the first handshake is awaited: they load in
@@ -453,8 +439,7 @@ impl SessionBuilder {
                 }
                 session.watch.processes = Some(settings);
             }
-            // In-process, and where process isolation is not available.
-            _ => {
+            Isolation::InProcess => {
                 loader.in_process_definitions = self
                     .definitions_cache
                     .then(|| {
@@ -486,7 +471,6 @@ impl SessionBuilder {
     /// repository are decided (every host builds its session here): what git, cargo and npm
     /// read above the working directory ([`EnclosingRepository`]), read-only unless an
     /// [`Self::allow_write`] path holds it.
-    #[cfg(plugin_processes)]
     fn process_settings(&self, session: &mut Session) -> ProcessSettings {
         let mut sandbox = self.sandbox.clone();
         sandbox.writable.insert(0, session.cwd.clone());
@@ -572,9 +556,8 @@ impl Loader {
     }
 
     /// What loads a file elsewhere before this process maps it for the first time: a
-    /// throwaway plugin process (by [`SessionBuilder::plugin_host`]'s program) where this
-    /// platform runs them.
-    pub(super) fn probe(&self) -> Option<Box<dyn crate::loading::Probe>> {
+    /// throwaway plugin process (by [`SessionBuilder::plugin_host`]'s program).
+    pub(super) fn probe(&self) -> impl crate::loading::Probe {
         crate::isolate::probe_for_loading(self.plugin_host.clone())
     }
 

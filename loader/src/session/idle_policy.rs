@@ -137,7 +137,6 @@ impl IdlePolicy {
     }
 
     /// The idle time of the plugin at canonical `path` (`None`: never stopped).
-    #[cfg_attr(not(plugin_processes), allow(dead_code))]
     pub(crate) fn for_plugin(&self, path: &Path) -> Option<Duration> {
         self.overrides
             .iter()

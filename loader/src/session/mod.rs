@@ -11,10 +11,8 @@
 //! - `reload`: picking up plugin files that change while the session runs.
 
 mod builder;
-#[cfg(plugin_processes)]
 mod definitions;
 mod idle_policy;
-#[cfg(plugin_processes)]
 mod isolated;
 mod registry;
 mod reload;
@@ -84,12 +82,10 @@ pub struct Session {
     /// The plugin files to reload when they change.
     watch: reload::Watch,
     /// What ends when the session's plugin processes have exited (see [`Session::close`]).
-    #[cfg(plugin_processes)]
     children: Mutex<Vec<crate::isolate::plugin::ChildrenGone>>,
     /// The plugins registered from the definitions cache whose child has not started yet,
     /// and those whose process was stopped while idle (shared with their processes, which
     /// add themselves when they stop).
-    #[cfg(plugin_processes)]
     deferred: isolated::DeferredPlugins,
 }
 
@@ -147,7 +143,7 @@ impl Session {
         let tools = loader
             .check(candidate, &mut self.load_errors)
             .and_then(|file| {
-                let library = load_checked_with(&file, loader.probe().as_deref())?;
+                let library = load_checked_with(&file, Some(&loader.probe()))?;
                 Ok((library, file))
             })
             .and_then(|(library, file)| {
@@ -184,7 +180,6 @@ impl Session {
     }
 
     /// While building: register an isolated plugin whose child passed the handshake.
-    #[cfg(plugin_processes)]
     fn add_isolated(&mut self, accepted: isolated::Accepted) {
         let isolated::Accepted {
             plugin,
@@ -207,7 +202,6 @@ impl Session {
     /// After a reload: the plugin's new tools replace its old ones (calls already running
     /// keep the old). Returns the tools that could not be registered, and whether the tools
     /// the session offers changed.
-    #[cfg(plugin_processes)]
     fn replace_plugin(
         &self,
         plugin: LoadedPlugin,
@@ -250,10 +244,8 @@ impl Session {
             crate::services::SessionReason::Shutdown,
         ))
         .await;
-        #[cfg(plugin_processes)]
         let children = lock(&self.children).clone();
         drop(self);
-        #[cfg(plugin_processes)]
         for gone in children {
             gone.wait().await;
         }
@@ -386,7 +378,6 @@ impl Session {
             }
             Err(message) => return ToolOutcome::error(message),
         };
-        #[cfg(plugin_processes)]
         let registered = match self.settled(name, registered).await {
             Ok(registered) => registered,
             Err(message) => return ToolOutcome::error(message),
@@ -434,7 +425,6 @@ impl Session {
     /// registered from the definitions cache: then the tool as that handshake defines it
     /// (its arguments are checked against that schema), or an error naming it when the
     /// plugin no longer offers it.
-    #[cfg(plugin_processes)]
     async fn settled(
         &self,
         name: &str,

@@ -128,7 +128,6 @@ impl Registry {
 
 // Only a reload replaces a plugin's tools, and only plugins under process isolation (Linux)
 // are reloaded.
-#[cfg(plugin_processes)]
 impl Registry {
     /// This registry with the tools of the plugin at `path` replaced by `tools`, in the place
     /// the old ones had (at the end when it had none). A new tool whose name another plugin

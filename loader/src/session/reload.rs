@@ -128,7 +128,6 @@ pub(super) struct Watch {
     /// Whether any watched plugin runs in a process of its own (only those are reloaded
     /// before a call): when none does, a call skips the lookup by path.
     any_isolated: bool,
-    #[cfg(plugin_processes)]
     pub(super) processes: Option<Arc<super::isolated::ProcessSettings>>,
 }
 
@@ -280,7 +279,6 @@ impl Session {
     }
 
     /// Start the plugin's new content in a new process and swap its tools in.
-    #[cfg(plugin_processes)]
     async fn restart(&self, watched: &Watched) -> ReloadOutcome {
         let started = self.start_again(&watched.candidate).await;
         let accepted = match started {
@@ -312,14 +310,8 @@ impl Session {
         }
     }
 
-    #[cfg(not(plugin_processes))]
-    async fn restart(&self, _watched: &Watched) -> ReloadOutcome {
-        ReloadOutcome::InProcess
-    }
-
     /// Check and start `candidate` again, on the isolation runtime (checking reads and
     /// hashes the file, and the handshake is waited for there).
-    #[cfg(plugin_processes)]
     async fn start_again(
         &self,
         candidate: &Candidate,

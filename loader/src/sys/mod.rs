@@ -24,7 +24,6 @@
 #[cfg(target_os = "linux")]
 pub(crate) mod contain;
 mod dl;
-#[cfg(plugin_processes)]
 pub(crate) mod heap;
 #[cfg(target_os = "linux")]
 mod memfd;
@@ -33,7 +32,6 @@ mod private_copy;
 pub mod program_home;
 pub mod repository;
 pub mod sandbox;
-#[cfg(plugin_processes)]
 pub(crate) mod spawn;
 
 use std::fs::File;
@@ -178,7 +176,7 @@ pub(crate) fn sealed_copy(original: &Path, bytes: &[u8]) -> std::io::Result<File
 /// that no other process can open it, let alone change it; only this process and the child
 /// it is handed to hold it. The child loads it through a private copy of its own (see
 /// [`load`]).
-#[cfg(all(plugin_processes, not(target_os = "linux")))]
+#[cfg(not(target_os = "linux"))]
 pub(crate) fn sealed_copy(_original: &Path, bytes: &[u8]) -> std::io::Result<File> {
     use std::io::{Seek, SeekFrom, Write};
     let mut file = tempfile::tempfile()?;

@@ -21,7 +21,7 @@
 //! Programs also get `GIT_TERMINAL_PROMPT=0`: with no terminal (the plugin process has none)
 //! git fails at once instead of asking for a password.
 
-#[cfg(all(plugin_processes, unix))]
+#[cfg(unix)]
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -87,7 +87,7 @@ pub const PROGRAM_ENVIRONMENT: &[&str] = &[
 ];
 
 /// A plugin process's home: the variables to set and the directories to grant.
-#[cfg(all(plugin_processes, unix))]
+#[cfg(unix)]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProgramHome {
     /// The private home.
@@ -140,7 +140,7 @@ pub fn toolchain_reads(home: &Path) -> Vec<PathBuf> {
 
 /// Make the private home in `private_dir` (created, `0700`) for a user whose home is
 /// `home`: filtered settings, the variables, the grants.
-#[cfg(all(plugin_processes, unix))]
+#[cfg(unix)]
 pub fn prepare(home: &Path, private_dir: &Path) -> std::io::Result<ProgramHome> {
     use std::os::unix::fs::DirBuilderExt;
     let private = private_dir.join("home");
@@ -213,7 +213,7 @@ pub fn prepare(home: &Path, private_dir: &Path) -> std::io::Result<ProgramHome> 
 }
 
 /// A settings file's text, when it is a readable file of at most 1 MiB.
-#[cfg(all(plugin_processes, unix))]
+#[cfg(unix)]
 fn read_small(path: &Path) -> Option<String> {
     let metadata = std::fs::metadata(path).ok()?;
     if !metadata.is_file() || metadata.len() > 1 << 20 {
@@ -226,7 +226,7 @@ fn read_small(path: &Path) -> Option<String> {
 /// `includeIf` sections, `http` keys `extraHeader`, `cookieFile` and `proxy`, and `url`
 /// sections whose URL names a user (`https://TOKEN@host/`). Continuation lines go with
 /// their key.
-#[cfg(all(plugin_processes, unix))]
+#[cfg(unix)]
 pub fn filter_git_config(text: &str) -> String {
     let mut kept = String::new();
     let mut dropping_section = false;
@@ -283,7 +283,7 @@ pub fn filter_git_config(text: &str) -> String {
 /// Whether `url` carries a credential before its host: any user part of a URL with a scheme
 /// (`https://x-token@github.com/`, where tokens go), a password in an scp-like address
 /// (`me:pw@host:path`; `git@github.com:` names only ssh's user, and stays).
-#[cfg(all(plugin_processes, unix))]
+#[cfg(unix)]
 fn url_has_user(url: &str) -> bool {
     match url.split_once("://") {
         Some((_, rest)) => rest.split('/').next().unwrap_or_default().contains('@'),
@@ -296,7 +296,7 @@ fn url_has_user(url: &str) -> bool {
 /// Cargo settings without registry tokens and credential providers: any line setting
 /// `token`, `secret-key`, `secret-key-subject`, `credential-provider` or
 /// `global-credential-providers`, or an inline table that does.
-#[cfg(all(plugin_processes, unix))]
+#[cfg(unix)]
 pub fn filter_cargo_config(text: &str) -> String {
     const SECRET_KEYS: &[&str] = &[
         "token",
@@ -333,7 +333,7 @@ pub fn filter_cargo_config(text: &str) -> String {
 mod tests {
     use super::*;
 
-    #[cfg(all(plugin_processes, unix))]
+    #[cfg(unix)]
     #[test]
     fn git_settings_keep_the_user_and_lose_every_credential() {
         let text = "[user]\n\tname = Ada\n\temail = ada@example.com\n\
@@ -367,7 +367,7 @@ mod tests {
         }
     }
 
-    #[cfg(all(plugin_processes, unix))]
+    #[cfg(unix)]
     #[test]
     fn cargo_settings_lose_their_tokens() {
         let text = "[build]\njobs = 2\n[registry]\ntoken = \"cio_secret\"\n\
