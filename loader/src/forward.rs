@@ -17,7 +17,8 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::services::{
-    CompletionRequest, HostFacts, HostReply, HostRequest, HostServices, ModelInfo, NotifyLevel,
+    CompletionRequest, ForwardingHost, HostFacts, HostReply, HostRequest, HostServices, ModelInfo,
+    NotifyLevel,
 };
 use crate::store::BoxFuture;
 use crate::sync::lock;
@@ -205,6 +206,24 @@ impl<L: HostLink> Drop for Withdraw<L> {
     }
 }
 
+/// Passed on as the plugin made them: the other side applies the rules (a plugin process's
+/// host).
+impl<L: HostLink> ForwardingHost for ForwardedHost<L> {
+    fn facts(&self) -> HostFacts {
+        self.facts.clone()
+    }
+
+    fn forward(&self, request: HostRequest) -> BoxFuture<Result<HostReply, PluginError>> {
+        match request {
+            HostRequest::Notify { .. } | HostRequest::SetStatus { .. } => {
+                self.tell(request);
+                Box::pin(std::future::ready(Ok(HostReply::Done)))
+            }
+            request => self.send(request),
+        }
+    }
+}
+
 impl<L: HostLink> HostServices for ForwardedHost<L> {
     fn has_ui(&self) -> bool {
         self.facts.has_ui
@@ -366,6 +385,68 @@ mod tests {
             level: NotifyLevel::Info,
         });
         assert_eq!(error.await.unwrap_err().to_string(), "the recorder is gone");
+    }
+
+    /// Wait until `count` requests went over `link` (at most a few seconds: a request kept
+    /// back on this side fails the test instead of hanging it).
+    async fn sent(link: &Recorder, count: usize) {
+        let arrived = async {
+            while lock(&link.sent).len() < count {
+                tokio::task::yield_now().await;
+            }
+        };
+        let waited = tokio::time::timeout(Duration::from_secs(5), arrived).await;
+        assert!(waited.is_ok(), "only {} sent", lock(&link.sent).len());
+    }
+
+    /// A call served through a forwarding host passes its requests on as the plugin made them:
+    /// a form this side's rules would refuse (a nested schema), and a question though the
+    /// facts say no one can answer, both reach the other side, which applies the rules; its
+    /// answer comes back unchanged, and a cancelled call withdraws what it asked.
+    #[tokio::test]
+    async fn a_forwarded_call_passes_requests_on_unchanged_and_withdraws_on_cancel() {
+        use crate::cancel::CancelToken;
+        use crate::services::CallServices;
+        let (link, answers) = fresh();
+        let cancel = CancelToken::new();
+        let call = CallServices::forwarded(Arc::new(host(&link, &answers)), None, cancel.clone());
+        let nested = HostRequest::Form {
+            message: "m".to_owned(),
+            schema: serde_json::json!({"type": "object", "properties": {
+                "deep": {"type": "object", "properties": {}}}}),
+            order: Vec::new(),
+        };
+        let asked = tokio::spawn({
+            let call = call.clone();
+            let nested = nested.clone();
+            async move { call.request(nested).await }
+        });
+        sent(&link, 1).await;
+        assert_eq!(lock(&link.sent)[0].2, nested, "sent as the plugin made it");
+        let odd = HostReply::Chosen { value: None };
+        assert!(answers.answer(1, Ok(odd.clone())));
+        assert_eq!(
+            asked.await.unwrap(),
+            Ok(odd),
+            "the other side's answer, unchanged"
+        );
+
+        let notified = call.request(HostRequest::Notify {
+            message: "n".to_owned(),
+            level: NotifyLevel::Info,
+        });
+        assert_eq!(notified.await, Ok(HostReply::Done), "not waited for");
+
+        let waiting = tokio::spawn({
+            let call = call.clone();
+            async move { call.request(confirm()).await }
+        });
+        sent(&link, 3).await;
+        cancel.cancel();
+        let error = waiting.await.unwrap().unwrap_err();
+        assert!(error.contains("cancelled"), "{error}");
+        // (The notification, request 2, was forgotten as soon as it was sent.)
+        assert_eq!(lock(&link.withdrawn).last(), Some(&(7, 3)));
     }
 
     #[tokio::test]

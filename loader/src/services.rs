@@ -17,8 +17,9 @@
 //! - an answer outside its question is an error naming the field, never handed to the plugin
 //!   ([`xcsh_plugin_api::checks::check_reply`]).
 //!
-//! A plugin process sends the same requests over its link; the host answers them here too
-//! (`isolate`), so a plugin asks the same way wherever it runs.
+//! A plugin process passes its plugin's requests on to its host unchanged ([`ForwardingHost`]),
+//! and the host answers them here (`isolate`): the rules run once, where the user is, and a
+//! plugin asks the same way wherever it runs.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -98,6 +99,20 @@ pub trait HostServices: Send + Sync {
     }
 }
 
+/// A host on the other side of a link that applies the rules of this module itself: a plugin
+/// process's host. A call served through one ([`CallServices::forwarded`]) passes each request
+/// on as the plugin made it, so the rules run once, where the user is, and the answer comes back
+/// as the host gave it.
+pub trait ForwardingHost: Send + Sync {
+    /// What the host said, when the call started, that it can do for it.
+    fn facts(&self) -> HostFacts;
+
+    /// Send `request` and wait for the host's answer; dropping the future withdraws it. A
+    /// notification or a status line is sent at once and answered [`HostReply::Done`] without
+    /// waiting.
+    fn forward(&self, request: HostRequest) -> BoxFuture<Result<HostReply, PluginError>>;
+}
+
 /// The host with no user and no model: the default of every session.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoHostServices;
@@ -168,6 +183,7 @@ impl SessionServices {
         CallServices {
             session: self.clone(),
             answering,
+            forwarded: None,
             cancel,
         }
     }
@@ -180,6 +196,8 @@ pub struct CallServices {
     session: SessionServices,
     /// This call's own services, over the session's.
     answering: Option<Arc<dyn HostServices>>,
+    /// The host every request passes on to unchanged, when it applies the rules itself.
+    forwarded: Option<Arc<dyn ForwardingHost>>,
     cancel: CancelToken,
 }
 
@@ -199,6 +217,22 @@ impl CallServices {
         SessionServices::default().for_call_with(None, cancel)
     }
 
+    /// The services of a call whose every request passes on to `host` unchanged (see
+    /// [`ForwardingHost`]), withdrawn when `cancel` fires; `writable` is where the plugin's
+    /// sandbox lets it write (told to `exec`).
+    pub(crate) fn forwarded(
+        host: Arc<dyn ForwardingHost>,
+        writable: Option<Arc<[std::path::PathBuf]>>,
+        cancel: CancelToken,
+    ) -> Self {
+        Self {
+            session: SessionServices::default().confined_to(writable),
+            answering: None,
+            forwarded: Some(host),
+            cancel,
+        }
+    }
+
     /// Who answers this call.
     fn services(&self) -> Arc<dyn HostServices> {
         match &self.answering {
@@ -209,6 +243,14 @@ impl CallServices {
 
     /// What the host can do for this call.
     pub fn facts(&self) -> HostFacts {
+        if let Some(host) = &self.forwarded {
+            let facts = host.facts();
+            return HostFacts {
+                writable: self.session.writable.as_deref().map(<[_]>::to_vec),
+                runs_programs: false,
+                ..facts
+            };
+        }
         let services = self.services();
         HostFacts {
             has_ui: services.has_ui(),
@@ -224,6 +266,17 @@ impl CallServices {
     pub async fn request(&self, request: HostRequest) -> Result<HostReply, String> {
         if let Some(answer) = self.notification(&request) {
             return answer;
+        }
+        if let Some(host) = &self.forwarded {
+            let withdrawn = withdrawn(&request);
+            if self.cancel.is_cancelled() {
+                return Err(withdrawn);
+            }
+            let reply = host.forward(request);
+            return tokio::select! {
+                reply = reply => reply.map_err(|e| e.message().to_owned()),
+                () = self.cancel.cancelled() => Err(withdrawn),
+            };
         }
         let services = self.services();
         if self.cancel.is_cancelled() {
@@ -274,6 +327,11 @@ impl CallServices {
     ) -> Result<HostReply, String> {
         if self.cancel.is_cancelled() {
             return Err(withdrawn(request));
+        }
+        if let Some(host) = &self.forwarded {
+            // Sent now; the host shows it (its acknowledgement is not waited for).
+            drop(host.forward(request.clone()));
+            return Ok(HostReply::Done);
         }
         show(&*self.services());
         Ok(HostReply::Done)

@@ -377,22 +377,25 @@ fn stop(shared: &Shared) -> i32 {
     0
 }
 
-/// The host's services for the call (or apply, or reject) numbered `call`, forwarded to the
-/// host, which applies the rules and answers.
+/// The host's services for the call (or apply, or reject) numbered `call`: each request passed
+/// on to the host as the plugin made it, where the rules are applied, once.
 fn remote_services(
     shared: &Shared,
     call: u64,
     facts: xcsh_plugin_api::host::HostFacts,
     cancel: &CancelToken,
 ) -> crate::services::CallServices {
-    crate::services::SessionServices::new(Arc::new(crate::forward::ForwardedHost::new(
+    let host = crate::forward::ForwardedHost::new(
         call,
         facts,
         Arc::clone(&shared.outgoing),
         Arc::clone(&shared.requests),
-    )))
-    .confined_to(shared.writable.clone())
-    .for_call_with(None, cancel.clone())
+    );
+    crate::services::CallServices::forwarded(
+        Arc::new(host),
+        shared.writable.clone(),
+        cancel.clone(),
+    )
 }
 
 /// What the apply or reject request `request` hands its plugin (docs/guide/src/pending.md): the
