@@ -293,10 +293,23 @@ fn frozen_v0_6_session(
     isolation: xcsh_loader::Isolation,
     user: Option<std::sync::Arc<ScriptedUser>>,
 ) -> Session {
+    let plugin = xcsh_integration_tests::frozen_v0_6_plugin();
+    frozen_session_of(plugin, "0.6.0", dir, isolation, user)
+}
+
+/// A session on the frozen `plugin`, built against `version`, in `isolation`, answered by
+/// `user` when given; it loaded, in that mode, with that version.
+fn frozen_session_of(
+    plugin: std::path::PathBuf,
+    version: &str,
+    dir: &std::path::Path,
+    isolation: xcsh_loader::Isolation,
+    user: Option<std::sync::Arc<ScriptedUser>>,
+) -> Session {
     let mut builder = Session::builder(dir)
         .default_dirs(false)
         .isolation(isolation)
-        .plugin(xcsh_integration_tests::frozen_v0_6_plugin());
+        .plugin(plugin);
     if let Some(user) = user {
         builder = builder.host_services(user);
     }
@@ -306,7 +319,7 @@ fn frozen_v0_6_session(
         "{isolation:?}: {:#?}",
         session.load_errors()
     );
-    assert_eq!(session.plugins()[0].api_version.to_string(), "0.6.0");
+    assert_eq!(session.plugins()[0].api_version.to_string(), version);
     assert_eq!(session.plugins()[0].isolation, isolation);
     session
 }
@@ -565,19 +578,14 @@ async fn a_0_7_0_plugin_runs_its_macro_tool_and_asks_from_its_apply_in_both_isol
     for isolation in MODES {
         let dir = tempfile::tempdir().unwrap();
         let user = ScriptedUser::answering([HostReply::Confirmed { yes: true }]);
-        let session = Session::builder(dir.path())
-            .default_dirs(false)
-            .isolation(isolation)
-            .plugin(xcsh_integration_tests::frozen_v0_7_plugin())
-            .host_services(std::sync::Arc::clone(&user) as std::sync::Arc<_>)
-            .build();
-        assert!(
-            session.load_errors().is_empty(),
-            "{isolation:?}: {:#?}",
-            session.load_errors()
+        let plugin = xcsh_integration_tests::frozen_v0_7_plugin();
+        let session = frozen_session_of(
+            plugin,
+            "0.7.0",
+            dir.path(),
+            isolation,
+            Some(std::sync::Arc::clone(&user)),
         );
-        assert_eq!(session.plugins()[0].api_version.to_string(), "0.7.0");
-        assert_eq!(session.plugins()[0].isolation, isolation);
 
         // The `#[tool]` function: its doc comment, its label, its parameter's schema.
         let echo = session
