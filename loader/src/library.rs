@@ -13,8 +13,8 @@ use crate::loading::LoadError;
 
 /// Load the checked file (never the path's current content) and check the ABI and version,
 /// after loading it once in a throwaway plugin process (a file that crashes there is a load
-/// error, never mapped here). Loading runs the library's
-/// constructors, so only call this on files you trust.
+/// error, never mapped here). Loading runs the library's constructors, so only call this on
+/// files you trust.
 pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
     load_checked_with(file, Some(&crate::isolate::probe_for_loading(None)))
 }
