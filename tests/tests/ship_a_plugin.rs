@@ -24,13 +24,20 @@ fn ship_blocks() -> Vec<String> {
         .collect()
 }
 
-/// Where pip puts cargo-zigbuild (`.ci/check-macos` installs it there).
-fn zigbuild_dir() -> Option<PathBuf> {
+/// Python's user base (`~/.local` on Linux), where `pip install --user` puts cargo-zigbuild
+/// and ziglang (`.ci/check-macos` installs them there outside a virtualenv).
+fn python_user_base() -> Option<PathBuf> {
     let output = Command::new("python3")
         .args(["-m", "site", "--user-base"])
         .output()
         .ok()?;
-    let dir = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()).join("bin");
+    let base = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    (output.status.success() && !base.is_empty()).then(|| PathBuf::from(base))
+}
+
+/// Where pip puts cargo-zigbuild (`.ci/check-macos` installs it there).
+fn zigbuild_dir() -> Option<PathBuf> {
+    let dir = python_user_base()?.join("bin");
     if dir.join("cargo-zigbuild").exists() {
         return Some(dir);
     }
@@ -85,8 +92,10 @@ fn the_guide_ship_steps_work_as_written() {
     let path = path_with(&[cli_dir, zigbuild, bun.parent().unwrap().to_owned()]);
     let author = work.path().join("author");
     std::fs::create_dir_all(&author).unwrap();
+    let user_base = python_user_base();
     let run = |block: &str, dir: &std::path::Path| {
-        as_installed(&mut Command::new("bash"))
+        let mut command = Command::new("bash");
+        as_installed(&mut command)
             .args(["-euo", "pipefail", "-c", block])
             .current_dir(dir)
             .envs(registry.env())
@@ -105,9 +114,13 @@ fn the_guide_ship_steps_work_as_written() {
                 "CARGO_TARGET_DIR",
                 workspace_root().join("target/ship-a-plugin"),
             )
-            .env("PATH", &path)
-            .output()
-            .unwrap()
+            .env("PATH", &path);
+        // The author's HOME is a fresh directory: Python's user site (where pip put ziglang,
+        // which cargo-zigbuild runs as `python3 -m ziglang`) is found where it really is.
+        if let Some(base) = &user_base {
+            command.env("PYTHONUSERBASE", base);
+        }
+        command.output().unwrap()
     };
     let output = run(&blocks[0], &author);
     assert_success("the guide's first block", &output);
