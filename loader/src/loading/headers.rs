@@ -7,24 +7,89 @@
 //! ([`read_api_marker`]: `export_plugin!` exports the version as plain bytes under
 //! `VERSION_MARKER_SYMBOL`, so the host can refuse an incompatible plugin before `dlopen` runs
 //! any of its code; for ELF only the dynamic symbol table is read), its build-id
-//! ([`build_id`]), the glibc versions it needs ([`glibc_versions_needed`]), a PE file's
-//! machine and subsystem. What the answers mean is decided above: `preflight` (is the file
+//! ([`build_id`]), the glibc versions it needs ([`glibc_versions_needed`]), the machine it is
+//! for ([`machine_of`]), a PE file's subsystem. What the answers mean is decided above: `preflight` (is the file
 //! sound), `platform` (was it built for this host), `open` (is its API one this host loads).
 
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
-use object::{elf, Endianness, FileKind, Object, ObjectSection, ObjectSymbol, ReadRef};
+use object::read::macho::{FatArch, MachHeader, MachOFatFile32, MachOFatFile64};
+use object::{elf, macho, Endianness, FileKind, Object, ObjectSection, ObjectSymbol, ReadRef};
 use xcsh_plugin_api::ffi::{
     parse_version_marker, ROOT_MODULE_SYMBOL, VERSION_MARKER_LEN, VERSION_MARKER_SYMBOL,
 };
 
 /// An ELF file's header and byte order: the first step of every ELF reader here.
-pub(crate) fn elf_header<'data, H, R>(data: R) -> Option<(&'data H, Endianness)>
+fn elf_header<'data, H, R>(data: R) -> Option<(&'data H, Endianness)>
 where
     H: FileHeader<Endian = Endianness>,
     R: ReadRef<'data>,
 {
     let header = H::parse(data).ok()?;
     Some((header, header.endian().ok()?))
+}
+
+/// The machine a library's headers say it is for, as each format spells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Machine {
+    /// A PE file's `Machine` field.
+    Pe { machine: u16 },
+    /// An ELF file's class (`kind`), OS ABI, `e_machine`, class and byte order.
+    Elf {
+        kind: FileKind,
+        os_abi: u8,
+        machine: u16,
+        is_64: bool,
+        little: bool,
+    },
+    /// A Mach-O file's CPU type, or each slice's of a universal file.
+    MachO { kind: FileKind, cpus: Vec<u32> },
+}
+
+/// What `data`'s headers say it was built for; `None` for a file of no format read here, or
+/// one whose headers are cut short.
+pub(crate) fn machine_of<'data, R: ReadRef<'data>>(data: R) -> Option<Machine> {
+    if let Some(machine) = pe_machine(data) {
+        return Some(Machine::Pe { machine });
+    }
+    let kind = FileKind::parse(data).ok()?;
+    let cpus = match kind {
+        FileKind::Elf64 => return elf_machine::<elf::FileHeader64<Endianness>, R>(data, kind),
+        FileKind::Elf32 => return elf_machine::<elf::FileHeader32<Endianness>, R>(data, kind),
+        FileKind::MachO64 => vec![macho_cpu::<macho::MachHeader64<Endianness>, R>(data)?],
+        FileKind::MachO32 => vec![macho_cpu::<macho::MachHeader32<Endianness>, R>(data)?],
+        FileKind::MachOFat64 => fat_cpus(MachOFatFile64::parse(data).ok()?.arches()),
+        FileKind::MachOFat32 => fat_cpus(MachOFatFile32::parse(data).ok()?.arches()),
+        _ => return None,
+    };
+    Some(Machine::MachO { kind, cpus })
+}
+
+fn elf_machine<'data, H, R>(data: R, kind: FileKind) -> Option<Machine>
+where
+    H: FileHeader<Endian = Endianness>,
+    R: ReadRef<'data>,
+{
+    let (header, endian) = elf_header::<H, R>(data)?;
+    Some(Machine::Elf {
+        kind,
+        os_abi: header.e_ident().os_abi,
+        machine: header.e_machine(endian),
+        is_64: header.is_class_64(),
+        little: header.is_little_endian(),
+    })
+}
+
+fn macho_cpu<'data, H, R>(data: R) -> Option<u32>
+where
+    H: MachHeader<Endian = Endianness>,
+    R: ReadRef<'data>,
+{
+    let header = H::parse(data, 0).ok()?;
+    Some(header.cputype(header.endian().ok()?))
+}
+
+fn fat_cpus<A: FatArch>(arches: &[A]) -> Vec<u32> {
+    arches.iter().map(FatArch::cputype).collect()
 }
 
 /// The version names (`GLIBC_2.34`, ...) an ELF library's version needs name, from all the
@@ -240,7 +305,7 @@ fn pe_signature_offset<'data, R: ReadRef<'data>>(data: R) -> Option<u64> {
 }
 
 /// The machine of a PE file (the file header's first field, after the signature).
-pub(crate) fn pe_machine<'data, R: ReadRef<'data>>(data: R) -> Option<u16> {
+fn pe_machine<'data, R: ReadRef<'data>>(data: R) -> Option<u16> {
     let offset = pe_signature_offset(data)?;
     let machine = data.read_bytes_at(offset + 4, 2).ok()?;
     Some(u16::from_le_bytes([machine[0], machine[1]]))

@@ -13,12 +13,10 @@
 //! Only headers are read (for the glibc needs, the section headers and one small section);
 //! nothing of the file runs.
 
-use object::read::elf::FileHeader;
-use object::read::macho::{FatArch, MachHeader, MachOFatFile32, MachOFatFile64};
-use object::{elf, macho, Endianness, FileKind, ReadRef};
+use object::{elf, macho, FileKind, ReadRef};
 
 use crate::loading::headers::{
-    elf_header, glibc_versions_needed, pe_machine, read_api_marker, ApiMarker,
+    glibc_versions_needed, machine_of, read_api_marker, ApiMarker, Machine,
 };
 use crate::loading::LoadErrorKind;
 
@@ -151,76 +149,49 @@ impl BuiltFor {
 /// Read what `data` was built for. `None` when the headers are not of a format named here
 /// (the header check says what is wrong with such a file).
 fn built_for<'data, R: ReadRef<'data>>(data: R) -> Option<BuiltFor> {
-    let one = |format, kind, platform| {
-        Some(BuiltFor {
-            format,
-            kind,
-            platforms: vec![platform],
-        })
-    };
-    if let Some(machine) = pe_machine(data) {
-        let arch = match machine {
-            0x8664 => "x86_64".to_owned(),
-            0xaa64 => "aarch64".to_owned(),
-            0x014c => "x86".to_owned(),
-            0x01c4 => "arm".to_owned(),
-            other => format!("machine {other:#x}"),
-        };
-        return one(
-            Format::Pe,
-            None,
-            Platform {
+    let (format, kind, platforms) = match machine_of(data)? {
+        Machine::Pe { machine } => {
+            let arch = match machine {
+                0x8664 => "x86_64".to_owned(),
+                0xaa64 => "aarch64".to_owned(),
+                0x014c => "x86".to_owned(),
+                0x01c4 => "arm".to_owned(),
+                other => format!("machine {other:#x}"),
+            };
+            let platform = Platform {
                 os: Os::Windows,
                 arch,
-            },
-        );
-    }
-    let kind = FileKind::parse(data).ok()?;
-    match kind {
-        FileKind::Elf64 => one(
-            Format::Elf,
-            Some(kind),
-            elf_platform::<elf::FileHeader64<Endianness>, R>(data)?,
-        ),
-        FileKind::Elf32 => one(
-            Format::Elf,
-            Some(kind),
-            elf_platform::<elf::FileHeader32<Endianness>, R>(data)?,
-        ),
-        FileKind::MachO64 => one(
-            Format::MachO,
-            Some(kind),
-            macho_platform(macho_cpu::<macho::MachHeader64<Endianness>, R>(data)?),
-        ),
-        FileKind::MachO32 => one(
-            Format::MachO,
-            Some(kind),
-            macho_platform(macho_cpu::<macho::MachHeader32<Endianness>, R>(data)?),
-        ),
-        FileKind::MachOFat64 => fat(kind, MachOFatFile64::parse(data).ok()?.arches()),
-        FileKind::MachOFat32 => fat(kind, MachOFatFile32::parse(data).ok()?.arches()),
-        _ => None,
-    }
-}
-
-fn fat<A: FatArch>(kind: FileKind, arches: &[A]) -> Option<BuiltFor> {
+            };
+            (Format::Pe, None, vec![platform])
+        }
+        Machine::Elf {
+            kind,
+            os_abi,
+            machine,
+            is_64,
+            little,
+        } => {
+            let os = match os_abi {
+                elf::ELFOSABI_SYSV | elf::ELFOSABI_GNU => Os::Linux,
+                elf::ELFOSABI_FREEBSD => Os::OtherElf("FreeBSD".to_owned()),
+                elf::ELFOSABI_NETBSD => Os::OtherElf("NetBSD".to_owned()),
+                elf::ELFOSABI_OPENBSD => Os::OtherElf("OpenBSD".to_owned()),
+                elf::ELFOSABI_SOLARIS => Os::OtherElf("Solaris".to_owned()),
+                other => Os::OtherElf(format!("(ELF OS ABI {other})")),
+            };
+            let arch = elf_arch(machine, is_64, little);
+            (Format::Elf, Some(kind), vec![Platform { os, arch }])
+        }
+        Machine::MachO { kind, cpus } => {
+            let platforms = cpus.into_iter().map(macho_platform).collect();
+            (Format::MachO, Some(kind), platforms)
+        }
+    };
     Some(BuiltFor {
-        format: Format::MachO,
-        kind: Some(kind),
-        platforms: arches
-            .iter()
-            .map(|arch| macho_platform(arch.cputype()))
-            .collect(),
+        format,
+        kind,
+        platforms,
     })
-}
-
-fn macho_cpu<'data, H, R>(data: R) -> Option<u32>
-where
-    H: MachHeader<Endian = Endianness>,
-    R: ReadRef<'data>,
-{
-    let header = H::parse(data, 0).ok()?;
-    Some(header.cputype(header.endian().ok()?))
 }
 
 fn macho_platform(cpu: u32) -> Platform {
@@ -236,28 +207,6 @@ fn macho_platform(cpu: u32) -> Platform {
         os: Os::Apple,
         arch,
     }
-}
-
-fn elf_platform<'data, H, R>(data: R) -> Option<Platform>
-where
-    H: FileHeader<Endian = Endianness>,
-    R: ReadRef<'data>,
-{
-    let (header, endian) = elf_header::<H, R>(data)?;
-    let os = match header.e_ident().os_abi {
-        elf::ELFOSABI_SYSV | elf::ELFOSABI_GNU => Os::Linux,
-        elf::ELFOSABI_FREEBSD => Os::OtherElf("FreeBSD".to_owned()),
-        elf::ELFOSABI_NETBSD => Os::OtherElf("NetBSD".to_owned()),
-        elf::ELFOSABI_OPENBSD => Os::OtherElf("OpenBSD".to_owned()),
-        elf::ELFOSABI_SOLARIS => Os::OtherElf("Solaris".to_owned()),
-        other => Os::OtherElf(format!("(ELF OS ABI {other})")),
-    };
-    let arch = elf_arch(
-        header.e_machine(endian),
-        header.is_class_64(),
-        header.is_little_endian(),
-    );
-    Some(Platform { os, arch })
 }
 
 /// Rust's name for an ELF machine, with the class or byte order added where they are not the
