@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use crate::isolate::probe::ProcessProbe;
 pub use crate::loading::open::*;
 use crate::loading::LoadError;
 
@@ -16,7 +17,7 @@ use crate::loading::LoadError;
 /// error, never mapped here). Loading runs the library's constructors, so only call this on
 /// files you trust.
 pub fn load_checked(file: &CheckedFile) -> Result<PluginLibrary, LoadError> {
-    load_checked_with(file, Some(&crate::isolate::probe_for_loading(None)))
+    load_checked_with(file, Some(&ProcessProbe { host: None }))
 }
 
 /// Check, open and load the library at `path`: [`CheckedFile::read`], then [`load_checked`].

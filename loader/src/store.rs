@@ -31,7 +31,6 @@ pub type RetryFn = Arc<dyn Fn() -> Option<ApplyFn> + Send + Sync>;
 
 /// How an apply or reject whose future was dropped unfinished (a cancellation, a timeout) ended
 /// where it really ran, when it completed after all: the interruption reached it too late.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // Only plugin processes run elsewhere.
 pub(crate) enum LateOutcome {
     /// The apply completed, with this result.
     Applied(AgentToolResult),
@@ -94,7 +93,6 @@ impl PendingAction {
 
     /// Say how to learn the end of an interrupted apply or reject (see [`LateOutcomeFn`]).
     #[must_use]
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // As LateOutcome.
     pub(crate) fn with_late_outcome(mut self, late: LateOutcomeFn) -> Self {
         self.late = Some(late);
         self

@@ -237,7 +237,7 @@ fn check_file(file: &Path, host: &HostOptions) -> FileCheck {
             .first()
             .and_then(|p| p.sandbox.as_ref().map(Enforced::from));
         api_version = session.plugins().first().map(|p| p.api_version.to_string());
-        let isolated = host.isolation.effective() == xcsh_loader::Isolation::Process;
+        let isolated = host.isolation == xcsh_loader::Isolation::Process;
         if isolated {
             let confined = confinement.as_ref().map_or(cfg!(target_os = "linux"), |c| {
                 c.writes != xcsh_loader::sandbox::Enforcement::None

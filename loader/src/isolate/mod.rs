@@ -85,13 +85,6 @@ impl std::str::FromStr for Isolation {
     }
 }
 
-/// The probe loading takes before a file's first in-process `dlopen`
-/// (`loading::open::Probe`): a throwaway plugin process run by `host` (found as for process
-/// isolation when `None`).
-pub(crate) fn probe_for_loading(host: Option<PathBuf>) -> probe::ProcessProbe {
-    probe::ProcessProbe { host }
-}
-
 /// Find `xcsh-plugin-host`: `explicit` (a builder setting), then `$XCSH_PLUGIN_HOST`, then
 /// next to the running executable (and one directory up, where cargo puts test binaries'
 /// siblings). The error says how to provide it.

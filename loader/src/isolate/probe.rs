@@ -31,11 +31,9 @@ pub(crate) const PROBE_LIMIT: Duration = Duration::from_secs(20);
 /// How long a probe that answered (or whose plugin process ended) may take to exit.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
-/// What a probe found out about a file.
+/// Why a probe did not pass.
 #[derive(Debug)]
-pub(crate) enum Verdict {
-    /// It loaded and passed the ABI and layout checks in the probe.
-    Passed,
+enum Verdict {
     /// No probe could run (no `xcsh-plugin-host` to start, or one that never got to the
     /// library): the file is loaded without one, and a warning says so.
     NotRun,
@@ -50,24 +48,20 @@ pub(crate) struct ProcessProbe {
 }
 
 impl crate::loading::Probe for ProcessProbe {
+    /// Load `path` (its checked content, `descriptor`) in the throwaway process, and say
+    /// whether it failed there.
     fn probe(&self, path: &Path, descriptor: &std::fs::File) -> Result<(), LoadError> {
-        match probe(path, descriptor, self.host.as_deref()) {
-            Verdict::Passed | Verdict::NotRun => Ok(()),
-            Verdict::Failed(error) => Err(error),
+        let host = match super::find_plugin_host(self.host.as_ref()) {
+            Ok(host) => host,
+            Err(why) => {
+                not_run(path, why);
+                return Ok(());
+            }
+        };
+        match run(path, descriptor, &host) {
+            Ok(()) | Err(Verdict::NotRun) => Ok(()),
+            Err(Verdict::Failed(error)) => Err(error),
         }
-    }
-}
-
-/// Load `path` (its checked content, `descriptor`) in a throwaway sandboxed process run by
-/// `host` (found as for process isolation when `None`), and say what happened.
-pub(crate) fn probe(path: &Path, descriptor: &std::fs::File, host: Option<&Path>) -> Verdict {
-    let host = match super::find_plugin_host(host.map(Path::to_path_buf).as_ref()) {
-        Ok(host) => host,
-        Err(why) => return not_run(path, why),
-    };
-    match run(path, descriptor, &host) {
-        Ok(()) => Verdict::Passed,
-        Err(verdict) => verdict,
     }
 }
 
@@ -80,7 +74,7 @@ fn not_run(path: &Path, why: impl std::fmt::Display) -> Verdict {
     Verdict::NotRun
 }
 
-/// [`probe`] with `host` found; `Err` for anything but [`Verdict::Passed`].
+/// The probe with `host` found; `Err` when it did not pass.
 fn run(path: &Path, descriptor: &std::fs::File, host: &Path) -> Result<(), Verdict> {
     let fail =
         |cause: String| Verdict::Failed(LoadError::new(path, LoadErrorKind::ProbeFailed { cause }));

@@ -2,7 +2,7 @@
 //! was checked, the ABI and version checks, and a process-wide cache.
 //!
 //! A [`CheckedFile`] is a plugin file whose path passed the ownership and permission checks
-//! (see the `safety` module), opened once. [`load_checked`] checks its headers and hands that
+//! (see the `safety` module), opened once. [`load_checked_with`] checks its headers and hands that
 //! same open file to the dynamic loader (see the `sys` module), so replacing the path after
 //! the check has no effect, and a rewrite in place before the library is mapped is caught by
 //! the file's change time and refused. Nothing is copied or hashed on this path: loading costs

@@ -558,7 +558,9 @@ impl Loader {
     /// What loads a file elsewhere before this process maps it for the first time: a
     /// throwaway plugin process (by [`SessionBuilder::plugin_host`]'s program).
     pub(super) fn probe(&self) -> impl crate::loading::Probe {
-        crate::isolate::probe_for_loading(self.plugin_host.clone())
+        crate::isolate::probe::ProcessProbe {
+            host: self.plugin_host.clone(),
+        }
     }
 
     /// Check and open the candidate, and require trust for a project-local one: the file a
