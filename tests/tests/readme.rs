@@ -381,7 +381,8 @@ fn the_pending_page_quotes_the_exact_strings() {
     assert!(pending.contains("`\"Git cleanup: delete 5 merged branches\"`"));
     assert!(pending.contains("✔ Accept: delete 5 merged branches [Git cleanup]"));
     // The CLI's reasons live in the loader's one list of exact strings.
-    let decide = std::fs::read_to_string(workspace_root().join("loader/src/messages.rs")).unwrap();
+    let decide =
+        std::fs::read_to_string(workspace_root().join("loader/core/src/messages.rs")).unwrap();
     for exact in [
         "no decision given (non-interactive); nothing applied",
         "input closed; nothing applied",

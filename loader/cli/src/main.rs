@@ -63,14 +63,35 @@ fn main() -> ExitCode {
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("XCSH_LOG")
-        // Reloads are told by default: a user who rebuilt a plugin sees it was picked up.
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,xcsh_loader::session=info"));
+    // Reloads are told by default: a user who rebuilt a plugin sees it was picked up.
+    const DEFAULT: &str = "warn,xcsh_loader::session=info";
+    let spec = std::env::var("XCSH_LOG").unwrap_or_else(|_| DEFAULT.to_owned());
+    let filter = tracing_subscriber::EnvFilter::try_new(with_layer_targets(&spec))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(with_layer_targets(DEFAULT)));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(output::stderr_color())
         .try_init();
+}
+
+/// `spec` (an `XCSH_LOG` filter) with each directive for a module of `xcsh_loader` also given
+/// to the layer crate that module now lives in: log targets are module paths, and the loader's
+/// modules moved into `xcsh-loader-core` and `xcsh-loader-mcp` (whose events are
+/// `xcsh_loader_core::session::…`, `xcsh_loader_mcp::…`), while users' and the guide's filters
+/// say `xcsh_loader::session=info`, `xcsh_loader::isolate=debug`. A bare `xcsh_loader`
+/// already covers both crates (targets match as prefixes).
+fn with_layer_targets(spec: &str) -> String {
+    let mut directives = Vec::new();
+    for directive in spec.split(',') {
+        directives.push(directive.to_owned());
+        if let Some(rest) = directive.strip_prefix("xcsh_loader::mcp") {
+            directives.push(format!("xcsh_loader_mcp{rest}"));
+        } else if let Some(rest) = directive.strip_prefix("xcsh_loader::") {
+            directives.push(format!("xcsh_loader_core::{rest}"));
+        }
+    }
+    directives.join(",")
 }
 
 /// Whether the command's report goes out as JSON.
@@ -199,4 +220,24 @@ fn run(command: Command, output: &mut Output) -> Result<ExitCode, CliError> {
     // Anything still buffered is written now, while a failure can still be reported.
     output.flush()?;
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_layer_targets;
+
+    #[test]
+    fn a_filter_naming_a_loader_module_also_names_the_layer_crate_holding_it() {
+        assert_eq!(
+            with_layer_targets("warn,xcsh_loader::session=info"),
+            "warn,xcsh_loader::session=info,xcsh_loader_core::session=info"
+        );
+        assert_eq!(
+            with_layer_targets("xcsh_loader::mcp=info,xcsh_loader::isolate=debug"),
+            "xcsh_loader::mcp=info,xcsh_loader_mcp=info,\
+             xcsh_loader::isolate=debug,xcsh_loader_core::isolate=debug"
+        );
+        assert_eq!(with_layer_targets("xcsh_loader=debug"), "xcsh_loader=debug");
+        assert_eq!(with_layer_targets("debug"), "debug");
+    }
 }

@@ -11,7 +11,7 @@ pub(crate) use outcome::{bounded, Interrupted};
 
 /// How long a call that was timed out or cancelled may take to end on its own before its
 /// plugin process is killed (or, in-process, before the call is reported abandoned).
-pub(crate) const GRACE_PERIOD: std::time::Duration = std::time::Duration::from_millis(750);
+pub const GRACE_PERIOD: std::time::Duration = std::time::Duration::from_millis(750);
 pub use crate::cancel::CancelToken;
 pub use outcome::{CallOptions, ToolOutcome};
 pub use progress::{PacedUpdates, ProgressThrottle, PROGRESS_INTERVAL};

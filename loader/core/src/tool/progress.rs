@@ -20,7 +20,7 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use xcsh_loader::tool::{ProgressThrottle, PROGRESS_INTERVAL};
+/// use xcsh_loader_core::tool::{ProgressThrottle, PROGRESS_INTERVAL};
 ///
 /// let start = Instant::now();
 /// let mut throttle: ProgressThrottle = ProgressThrottle::default();

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 #[allow(deprecated)] // MCP logging: SEP-2577 deprecates it; clients still use it.
 use super::{log_rank, LogLevel};
-use crate::plugin_log::{plugin_log, PluginLogLevel, PluginLogSink};
+use xcsh_loader_core::plugin_log::{plugin_log, PluginLogLevel, PluginLogSink};
 
 /// One item on its way to the client.
 enum Item {
@@ -32,7 +32,7 @@ enum Item {
 
 /// The relay between a session's plugin log lines and the MCP client. Create it before the
 /// session, give [`PluginLogs::sink`] to
-/// [`SessionBuilder::plugin_log`](crate::SessionBuilder::plugin_log), and the relay to
+/// [`SessionBuilder::plugin_log`](xcsh_loader_core::SessionBuilder::plugin_log), and the relay to
 /// [`serve_with_plugin_logs`](super::serve_with_plugin_logs).
 pub struct PluginLogs {
     sender: mpsc::UnboundedSender<Item>,
@@ -79,7 +79,7 @@ impl PluginLogs {
     /// to `tracing`). Called before the handshake, so that nothing a call logs is dropped:
     /// a client's first call may run before [`PluginLogs::start`] does.
     pub(super) fn discard_earlier(&self) {
-        let mut receiver = crate::sync::lock(&self.receiver);
+        let mut receiver = xcsh_plugin_api::__private::lock(&self.receiver);
         let Some(receiver) = receiver.as_mut() else {
             return;
         };
@@ -97,7 +97,7 @@ impl PluginLogs {
         peer: Peer<RoleServer>,
         log_level: Arc<AtomicU8>,
     ) -> Option<tokio::task::JoinHandle<()>> {
-        let mut receiver = crate::sync::lock(&self.receiver).take()?;
+        let mut receiver = xcsh_plugin_api::__private::lock(&self.receiver).take()?;
         Some(tokio::spawn(async move {
             while let Some(item) = receiver.recv().await {
                 match item {

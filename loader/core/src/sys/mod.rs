@@ -157,8 +157,8 @@ fn force_private_copy() -> bool {
 /// Keep a close-on-exec duplicate of stdout for a protocol stream, then point descriptor 1
 /// at stderr: whatever else writes to stdout (a plugin's `println!`, a C library) lands in
 /// the log instead of the protocol. The caller holds the stdout lock across the swap.
-#[cfg(all(unix, feature = "mcp"))]
-pub(crate) fn divert_stdout_to_stderr() -> std::io::Result<File> {
+#[cfg(unix)]
+pub fn divert_stdout_to_stderr() -> std::io::Result<File> {
     use std::os::fd::AsFd;
     let protocol = std::io::stdout().as_fd().try_clone_to_owned()?;
     rustix::stdio::dup2_stdout(std::io::stderr().as_fd())?;

@@ -49,7 +49,7 @@ impl From<xcsh_plugin_api::ffi::FfiLogLevel> for PluginLogLevel {
 pub type PluginLogSink = Arc<dyn Fn(&Path, PluginLogLevel, &str) + Send + Sync>;
 
 /// Log `message` of `plugin` to `sink`, or to `tracing` without one.
-pub(crate) fn plugin_log(
+pub fn plugin_log(
     sink: Option<&PluginLogSink>,
     plugin: &Path,
     level: PluginLogLevel,

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
 
-use crate::CancelToken;
+use xcsh_loader_core::CancelToken;
 
 /// `inner`, firing `closed` when a read finds its end (or fails).
 pub(super) struct Watched<R> {

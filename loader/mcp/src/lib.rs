@@ -61,14 +61,14 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::resolve::steering::forced_tool_choice;
-use crate::tool::GRACE_PERIOD;
-use crate::{
+use in_flight::InFlight;
+pub use plugin_logs::PluginLogs;
+use xcsh_loader_core::resolve::steering::forced_tool_choice;
+use xcsh_loader_core::tool::GRACE_PERIOD;
+use xcsh_loader_core::{
     CallOptions, CancelToken, Content, Provider, Session, ToolOutcome, ToolSpec, RESOLVE_REMINDER,
     RESOLVE_TOOL_NAME,
 };
-use in_flight::InFlight;
-pub use plugin_logs::PluginLogs;
 
 /// Keep a private copy of stdout for the protocol, then point fd 1 at stderr: anything else
 /// that writes to stdout (a plugin's `println!`, a C library) lands in the log instead. Call
@@ -79,7 +79,7 @@ pub fn protocol_stdout() -> std::io::Result<std::fs::File> {
     // Held across the swap, so no thread of this program writes to fd 1 mid-way.
     let mut stdout = std::io::stdout().lock();
     stdout.flush()?;
-    let protocol = crate::sys::divert_stdout_to_stderr()?;
+    let protocol = xcsh_loader_core::for_layers::divert_stdout_to_stderr()?;
     drop(stdout);
     Ok(protocol)
 }
@@ -87,14 +87,14 @@ pub fn protocol_stdout() -> std::io::Result<std::fs::File> {
 mod progress {
     //! A tool's partial updates (`ctx.update`) as MCP `notifications/progress`, for a call
     //! whose request carried a progress token. A chatty tool cannot flood the client: the
-    //! updates are paced by a [`ProgressThrottle`](crate::tool::ProgressThrottle) (one per
-    //! [`PROGRESS_INTERVAL`](crate::tool::PROGRESS_INTERVAL); the newest
+    //! updates are paced by a [`ProgressThrottle`](xcsh_loader_core::tool::ProgressThrottle) (one per
+    //! [`PROGRESS_INTERVAL`](xcsh_loader_core::tool::PROGRESS_INTERVAL); the newest
     //! held back goes out when it is due, or when the call ends).
 
     use rmcp::model::{ProgressNotificationParam, ProgressToken};
     use rmcp::service::{Peer, RoleServer};
 
-    use crate::tool::PacedUpdates;
+    use xcsh_loader_core::tool::PacedUpdates;
 
     /// Forwards one call's updates to the client, paced.
     pub(super) fn forwarder(peer: Peer<RoleServer>, token: ProgressToken) -> PacedUpdates {
@@ -400,7 +400,7 @@ impl McpServer {
 
     /// What `tools/list` answers now.
     fn listing(&self) -> Listing {
-        let mut listing = crate::sync::lock(&self.listing);
+        let mut listing = xcsh_plugin_api::__private::lock(&self.listing);
         if listing.generation != self.session.tools_generation() {
             *listing = Listing::of(&self.session);
         }
@@ -439,8 +439,8 @@ impl McpServer {
             let listing = self.listing();
             if !listing.callable.contains(name) {
                 let known = listing.tools.iter().map(|tool| tool.name.as_ref());
-                let closest = crate::messages::closest_names(name, known);
-                let message = crate::messages::tool_not_found(name, &closest);
+                let closest = xcsh_loader_core::messages::closest_names(name, known);
+                let message = xcsh_loader_core::messages::tool_not_found(name, &closest);
                 let data = json!({"tool": name, "didYouMean": closest});
                 return Err(ErrorData::invalid_params(message, Some(data)));
             }
@@ -465,7 +465,9 @@ impl McpServer {
         let options = CallOptions {
             tool_call_id: Some(format!("mcp_{}", context.id)),
             cancel: cancel.clone(),
-            updates: progress.as_ref().map(crate::tool::PacedUpdates::sink),
+            updates: progress
+                .as_ref()
+                .map(xcsh_loader_core::tool::PacedUpdates::sink),
             services: Some(Arc::new(services)),
             ..CallOptions::default()
         };
@@ -667,8 +669,8 @@ impl ServerHandler for McpServer {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.session
-            .session_event(crate::services::SessionChange::new(
-                crate::services::SessionReason::Start,
+            .session_event(xcsh_loader_core::services::SessionChange::new(
+                xcsh_loader_core::services::SessionReason::Start,
             ))
             .await;
         self.report_load_errors(&context.peer).await;

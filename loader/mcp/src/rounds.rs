@@ -28,8 +28,8 @@ use rmcp::ErrorData;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::sync::lock;
-use crate::{CancelToken, ToolOutcome};
+use xcsh_loader_core::{CancelToken, ToolOutcome};
+use xcsh_plugin_api::__private::lock;
 
 /// How long a call paused at a question waits for its client's retry.
 pub const PAUSED_CALL_LIMIT: Duration = Duration::from_secs(300);

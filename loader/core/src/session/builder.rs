@@ -114,9 +114,9 @@ impl SessionBuilder {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use xcsh_loader::services::{HostReply, HostRequest, HostServices};
-    /// use xcsh_loader::store::BoxFuture;
-    /// use xcsh_loader::{Session, PluginError};
+    /// use xcsh_loader_core::services::{HostReply, HostRequest, HostServices};
+    /// use xcsh_loader_core::store::BoxFuture;
+    /// use xcsh_loader_core::{Session, PluginError};
     ///
     /// /// A user who says yes to everything.
     /// struct AlwaysYes;

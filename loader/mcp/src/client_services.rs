@@ -27,11 +27,11 @@ use super::rounds::{Question, Questions};
 use rmcp::service::{Peer, PeerRequestOptions, RoleServer};
 use serde_json::{json, Value};
 
-use crate::services::{
-    CompletionRequest, FormAction, HostReply, HostRequest, HostServices, NotifyLevel,
+use xcsh_loader_core::services::{
+    CompletionRequest, FormAction, HostReply, HostRequest, HostServices, NotifyLevel, Role,
 };
-use crate::store::BoxFuture;
-use crate::tool::PluginError;
+use xcsh_loader_core::store::BoxFuture;
+use xcsh_loader_core::tool::PluginError;
 
 /// The field a question's one answer goes in.
 const ANSWER: &str = "answer";
@@ -286,10 +286,8 @@ impl HostServices for McpClientServices {
                 .messages
                 .iter()
                 .map(|m| match m.role {
-                    crate::services::Role::User => SamplingMessage::user_text(m.text.clone()),
-                    crate::services::Role::Assistant => {
-                        SamplingMessage::assistant_text(m.text.clone())
-                    }
+                    Role::User => SamplingMessage::user_text(m.text.clone()),
+                    Role::Assistant => SamplingMessage::assistant_text(m.text.clone()),
                 })
                 .collect();
             let mut params = CreateMessageRequestParams::new(messages, request.max_tokens);

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::sync::lock;
-use crate::CancelToken;
+use xcsh_loader_core::CancelToken;
+use xcsh_plugin_api::__private::lock;
 
 /// The running calls, each with its cancellation.
 #[derive(Default)]

@@ -100,7 +100,7 @@ pub trait HostServices: Send + Sync {
 }
 
 /// A host on the other side of a link that applies the rules of this module itself: a plugin
-/// process's host. A call served through one ([`CallServices::forwarded`]) passes each request
+/// process's host. A call served through one (`CallServices::forwarded`) passes each request
 /// on as the plugin made it, so the rules run once, where the user is, and the answer comes back
 /// as the host gave it.
 pub trait ForwardingHost: Send + Sync {
