@@ -33,12 +33,13 @@
 //!
 //! | crate | what it is for | here as |
 //! |---|---|---|
-//! | `xcsh-loader-core` | loading and checking plugin libraries, the store, tools, `resolve`, the [`Session`], host services, plugin processes | everything at the top level |
+//! | `xcsh-loader-core` | loading and checking plugin libraries, the store, tools, `resolve`, the [`Session`], host services, starting plugin processes and talking to them | everything at the top level |
+//! | `xcsh-loader-process` | what runs inside a plugin process: its sandbox, the PID namespace of its programs, its side of the protocol (cargo feature `plugin-process`) | [`isolate::child_main`], [`sandbox::confine`] |
 //! | `xcsh-loader-mcp` | the MCP server (cargo feature `mcp`) | [`mcp`] |
 //! | `xcsh-plugins` (`loader/cli`) | the command-line host and the plugin-process program `xcsh-plugin-host` | not a library |
 //!
 //! Cargo features: `ast-edit` (the built-in `ast_edit`, from the `xcsh-ast-edit` plugin
-//! crate) and `mcp` (the MCP server), on by default; `ast-edit-all-languages` (every grammar)
+//! crate), `mcp` (the MCP server) and `plugin-process` (what `xcsh-plugin-host` runs), on by default; `ast-edit-all-languages` (every grammar)
 //! and `publisher-keys` (packed tools' signatures). With `default-features = false` the crate
 //! builds a session and nothing else (as does `xcsh-loader-core` alone).
 
@@ -48,3 +49,21 @@
 pub use xcsh_loader_core::*;
 #[cfg(feature = "mcp")]
 pub use xcsh_loader_mcp as mcp;
+
+/// Process isolation: each plugin library in a child process of its own (the core's
+/// `isolate`), and, with the feature `plugin-process`, what runs in that child.
+pub mod isolate {
+    pub use xcsh_loader_core::isolate::*;
+    #[cfg(feature = "plugin-process")]
+    pub use xcsh_loader_process::child_main;
+}
+
+/// The sandbox a plugin's child process puts itself in (see docs/guide/src/isolation.md):
+/// the policy (the core's), and, with the feature `plugin-process`, its enforcement.
+pub mod sandbox {
+    pub use xcsh_loader_core::sandbox::*;
+    #[cfg(feature = "plugin-process")]
+    pub use xcsh_loader_process::sandbox::{
+        apply_limits, confine, confine_filesystem, SandboxError,
+    };
+}

@@ -226,9 +226,9 @@ pub mod __private {
     /// change in any release).
     pub use crate::files::fsops::in_parallel;
 
-    /// The one poison-tolerant lock of the plugin API and the workspace's hosts (the loader,
+    /// The one poison-tolerant lock (mutexes and read-write locks) of the plugin API and the workspace's hosts (the loader,
     /// the Node binding, `ast_edit`). Hidden, may change in any release.
-    pub use crate::sync::lock;
+    pub use crate::sync::{lock, mutex_get_mut, read, rw_get_mut, write};
 }
 
 /// Declare parameter types — structs and enums — deriving `Deserialize` and `JsonSchema`

@@ -407,7 +407,7 @@ pub fn direct_children(pid: u32) -> Vec<u32> {
 
 /// The processes `pid` started, as a plugin's own id names them: a plugin process runs
 /// inside a PID namespace of its own, two forks below the process the host started (the
-/// stand-in, then the namespace's init; `xcsh_loader`'s `sys::contain`), so each child is
+/// stand-in, then the namespace's init; `xcsh_loader_process`'s `contain`), so each child is
 /// followed down while it has exactly one child running the same executable.
 pub fn child_pids(pid: u32) -> Vec<u32> {
     direct_children(pid)

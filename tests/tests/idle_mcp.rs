@@ -114,7 +114,7 @@ async fn an_idle_plugin_is_stopped_and_its_next_call_answers_from_a_new_process(
         "stopped {:?} after the call, before the idle time",
         called.elapsed()
     );
-    // The plugin process ended; the two above it in its PID namespace (`sys::contain`) end
+    // The plugin process ended; the two above it in its PID namespace (`xcsh_loader_process`'s `contain`) end
     // right after it.
     wait_for_children(&server, "still running after the stop", <[u32]>::is_empty).await;
     let second = pid_of(&server, "pid", json!({})).await;

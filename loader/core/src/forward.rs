@@ -21,8 +21,8 @@ use crate::services::{
     NotifyLevel,
 };
 use crate::store::BoxFuture;
-use crate::sync::lock;
 use crate::tool::PluginError;
+use xcsh_plugin_api::__private::lock;
 
 /// Numbered requests waiting for their answers. Numbers start at 1 and are never reused.
 pub struct Pending<T> {

@@ -1,5 +1,9 @@
-//! The host side of xcsh native plugins: find and load plugin libraries, run their tools in a
-//! [`Session`] with its own [`PendingActionStore`], and finish previews with `resolve`.
+//! The core of the host side of xcsh native plugins: find and load plugin libraries, run their
+//! tools in a [`Session`] with its own [`PendingActionStore`], and finish previews with
+//! `resolve`. The crate an embedder depends on is `xcsh-loader`, which re-exports this one
+//! with the layers above it (the MCP server, `xcsh-loader-mcp`; what runs inside a plugin
+//! process, `xcsh-loader-process`); an embedder who wants the session alone can depend on this
+//! crate only.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -32,23 +36,26 @@
 //!
 //! | module | what it is for |
 //! |---|---|
-//! | `sync`, `cancel` | a lock that survives a panic; the cancellation token of a call |
-//! | `sys`, [`plugin_log`] | the operating-system calls (`rustix`), the `dlopen`, the sandbox; where plugins' log lines go |
+//! | `cancel` | the cancellation token of a call (the lock that survives a panic is the plugin API's one, `xcsh_plugin_api::__private::lock`) |
+//! | `sys`, [`plugin_log`] | the operating-system calls (`rustix`), the `dlopen`, starting plugin processes, the sandbox's policy; where plugins' log lines go |
 //! | [`messages`] | every exact string of the contract, once |
 //! | `loading` (public as [`load`]) | discover → check → trust → open a plugin library; [`LoadError`] |
 //! | [`store`], `recovery` | the [`PendingActionStore`] and its [`PendingAction`]s; finishing applies a killed process left |
 //! | [`services`], [`forward`] | what a host offers a running call besides the store: questions, notifications, the model; those services passed on over a link, and numbered requests waiting for answers |
 //! | [`tool`] | what the session runs: the [`Tool`] trait, its spec, call context and outcome |
 //! | `plugin_abi`, [`resolve`] | plugin tools and actions as [`Tool`]s and [`PendingAction`]s; the `resolve` tool, tool-choice steering, the renderer |
-//! | [`isolate`] | process isolation: each plugin library in a child process (`xcsh-plugin-host`) |
+//! | [`isolate`] | process isolation: each plugin library in a child process (`xcsh-plugin-host`, whose side is the crate `xcsh-loader-process`): starting it, the protocol, its tools and pending actions in the session |
 //! | [`session`] | [`Session`] and [`SessionBuilder`]: loading into a session, validating and running calls, reloading changed plugin files |
-//! //! | [`library`] | opening one library by hand: loading with the plugin-process probe in front |
+//! | [`library`] | opening one library by hand: loading with the plugin-process probe in front |
+//!
+//! What the layers above use of this crate's internals is in the hidden module `for_layers`,
+//! in one place.
 //!
 //! Cargo features: `ast-edit` (the built-in `ast_edit`, from the `xcsh-ast-edit` plugin
-//! crate) and `mcp` (the MCP server), on by default; `ast-edit-all-languages` (every grammar)
-//! and `publisher-keys` (packed tools' signatures). With `default-features = false` the crate
-//! builds a session and nothing else. The programs `xcsh-plugins` and `xcsh-plugin-host` are
-//! the package of that name (`loader/cli`), so an embedder builds neither.
+//! crate), on by default; `ast-edit-all-languages` (every grammar) and `publisher-keys`
+//! (packed tools' signatures). With `default-features = false` the crate builds a session and
+//! nothing else. The programs `xcsh-plugins` and `xcsh-plugin-host` are the package of that
+//! name (`loader/cli`), so an embedder builds neither.
 
 #![warn(missing_docs)]
 // `unsafe` only where a library is opened (`loading::open`) and in the system calls (`sys`).
@@ -67,7 +74,6 @@ pub mod resolve;
 pub mod services;
 pub mod session;
 pub mod store;
-mod sync;
 #[allow(unsafe_code)]
 mod sys;
 pub mod tool;
@@ -106,7 +112,8 @@ pub use steering::{Provider, SteeringMessage, ToolChoice};
 pub use store::{
     PendingAction, PendingActionSink, PendingActionStore, PendingSummary, PushSubscription,
 };
-/// The sandbox a plugin's child process puts itself in (see docs/guide/src/isolation.md).
+/// The sandbox a plugin's child process puts itself in (see docs/guide/src/isolation.md): its policy,
+/// and the report of what was enforced; the enforcement is `xcsh-loader-process`'s.
 pub use sys::sandbox;
 /// The name [`PluginError`] had here before 0.2.
 #[allow(deprecated)]
@@ -123,6 +130,16 @@ pub use xcsh_plugin_api::{AgentToolResult, Content, PluginError};
 pub mod for_layers {
     #[cfg(unix)]
     pub use crate::sys::divert_stdout_to_stderr;
+
+    // The plugin process's side (`xcsh-loader-process`): the protocol, the plugin library
+    // handed over, the host's handover of the link (one contract with `sys::spawn`'s side),
+    // the plugin as tools.
+    pub use crate::isolate::protocol;
+    pub use crate::loading::open::load_inherited;
+    pub use crate::plugin_abi::{instantiate, KeepAliveSink, PluginTool, PushSink};
+    pub use crate::sys::spawn::{
+        die_with_parent, parent_is, take_link, take_plugin, ChildRead, ChildWrite,
+    };
 }
 
 /// The checks a plugin file's bytes go through before anything loads it, for the fuzz target

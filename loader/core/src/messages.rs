@@ -234,7 +234,7 @@ pub fn sandbox_summary(confinement: Option<&Confinement>) -> String {
         Enforcement::NotRequested => {}
     }
     if !confinement.programs_contained {
-        // No PID namespace (see `sys::contain`): only what stays in its process group ends
+        // No PID namespace (see `xcsh_loader_process`'s `contain`): only what stays in its process group ends
         // with the plugin process.
         parts.push("programs may outlive it".to_owned());
     }

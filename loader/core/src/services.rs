@@ -165,12 +165,12 @@ impl SessionServices {
 
     /// The services now.
     fn services(&self) -> Arc<dyn HostServices> {
-        Arc::clone(&crate::sync::read(&self.current))
+        Arc::clone(&xcsh_plugin_api::__private::read(&self.current))
     }
 
     /// Answer with `services` from now on (calls already asking keep theirs).
     pub(crate) fn replace(&self, services: Arc<dyn HostServices>) {
-        *crate::sync::write(&self.current) = services;
+        *xcsh_plugin_api::__private::write(&self.current) = services;
     }
 
     /// The services of one call, withdrawn when `cancel` fires: answered by `answering` when
@@ -220,7 +220,7 @@ impl CallServices {
     /// The services of a call whose every request passes on to `host` unchanged (see
     /// [`ForwardingHost`]), withdrawn when `cancel` fires; `writable` is where the plugin's
     /// sandbox lets it write (told to `exec`).
-    pub(crate) fn forwarded(
+    pub fn forwarded(
         host: Arc<dyn ForwardingHost>,
         writable: Option<Arc<[std::path::PathBuf]>>,
         cancel: CancelToken,

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, Weak};
 use serde_json::Value;
 use xcsh_plugin_api::AgentToolResult;
 
-use crate::sync::lock;
+use xcsh_plugin_api::__private::lock;
 use xcsh_plugin_api::PluginError;
 
 pub use crate::services::{ActionContext, BoxFuture};

@@ -38,6 +38,13 @@
 //!
 //! [`serve`] runs the protocol over any byte streams; the `xcsh-plugins mcp` command runs it
 //! on stdio.
+//!
+//! A crate of its own (re-exported as `xcsh_loader::mcp`, feature `mcp`) so that the compiler
+//! holds the layer: it uses the core (`xcsh-loader-core`) through its public API, and nothing
+//! below it knows it exists; an embedder of the session alone builds neither it nor `rmcp`.
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod checked;
 mod client_services;

@@ -30,10 +30,10 @@ use crate::forward::Pending;
 use crate::loading::{LoadError, LoadErrorKind};
 use crate::plugin_log::{PluginLogLevel, PluginLogSink};
 use crate::store::PendingActionSink;
-use crate::sync::lock;
 use crate::sys::sandbox::{Confinement, SandboxPolicy};
 use crate::sys::spawn::{describe_exit, hand_over, tokio_child_id, Containment, HostWrite};
 use crate::tool::{ActionContext, CancelToken, UpdateSink, GRACE_PERIOD};
+use xcsh_plugin_api::__private::lock;
 
 /// How long writing one frame to a child may block before the child is given up on.
 const WRITE_LIMIT: Duration = Duration::from_secs(5);

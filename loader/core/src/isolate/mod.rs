@@ -9,22 +9,20 @@
 //! - `plugin`: one isolated library in a session: its tools, crash record, respawn;
 //! - `idle`: the stop policy for idle plugin processes;
 //! - `proxy`: the store's stand-ins for pending actions that live in a child;
-//! - `child`: what runs inside `xcsh-plugin-host` ([`child_main`]).
+//! - what runs inside `xcsh-plugin-host` is the crate `xcsh-loader-process`.
 //!
 //! The contract, with its exact strings, is in `docs/isolation.md`.
 
-mod child;
 mod connection;
 pub(crate) mod idle;
 pub(crate) mod plugin;
 pub(crate) mod probe;
-mod protocol;
+#[doc(hidden)]
+pub mod protocol;
 mod proxy;
 mod reader;
 
 use std::path::PathBuf;
-
-pub use child::child_main;
 
 /// The environment variable naming the `xcsh-plugin-host` executable.
 pub const PLUGIN_HOST_ENV: &str = "XCSH_PLUGIN_HOST";

@@ -33,11 +33,11 @@ use crate::messages::{
     plugin_crashed, plugin_disabled, plugin_out_of_memory, PLUGIN_PROCESS_STOPPED,
 };
 use crate::store::BoxFuture;
-use crate::sync::lock;
 use crate::sys::sandbox::Confinement;
 use crate::tool::{
     CallContext, CancelToken, PluginError, Tool, ToolOrigin, ToolSpec, GRACE_PERIOD,
 };
+use xcsh_plugin_api::__private::lock;
 
 /// Told that `plugin`'s idle process was stopped; the definitions are what its last
 /// handshake reported (what the session registered).

@@ -25,24 +25,24 @@ use crate::loading::LoadErrorKind;
 /// The version of these messages. The host passes it to the child (`--protocol N`), which
 /// refuses to serve a host of another version: `xcsh-plugin-host` must come from the same
 /// build as the loader.
-pub(crate) const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// The largest frame either side accepts (a 50 MiB result still fits, with JSON escaping).
-pub(crate) const MAX_FRAME: usize = 256 * 1024 * 1024;
+pub const MAX_FRAME: usize = 256 * 1024 * 1024;
 
 /// The codec of both directions.
-pub(crate) fn codec() -> LengthDelimitedCodec {
+pub fn codec() -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder()
         .max_frame_length(MAX_FRAME)
         .new_codec()
 }
 
-pub(crate) use crate::tool::definition::ToolDefinition;
+pub use crate::tool::definition::ToolDefinition;
 
 /// Host → child.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum HostMessage {
+pub enum HostMessage {
     /// Run `tool`; the answer is a [`ChildMessage::Done`] with the same `call`.
     Execute {
         call: u64,
@@ -108,7 +108,7 @@ pub(crate) enum HostMessage {
 /// How an `apply` or `reject` ended in the child.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum Resolution {
+pub enum Resolution {
     Applied { result: AgentToolResult },
     Rejected { result: Option<AgentToolResult> },
     Failed { message: String },
@@ -117,7 +117,7 @@ pub(crate) enum Resolution {
 /// Child → host.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum ChildMessage {
+pub enum ChildMessage {
     /// The library loaded and its factory ran: its API version and tools.
     Hello {
         api_version: String,
@@ -178,7 +178,7 @@ pub(crate) enum ChildMessage {
 }
 
 /// Reads whole frames from a blocking stream.
-pub(crate) struct FrameReader<R> {
+pub struct FrameReader<R> {
     stream: R,
     buffer: BytesMut,
     codec: LengthDelimitedCodec,
@@ -186,7 +186,7 @@ pub(crate) struct FrameReader<R> {
 
 /// Why [`FrameReader::next`] gave no message.
 #[derive(Debug)]
-pub(crate) enum ReadError {
+pub enum ReadError {
     /// The other side closed the stream (or it failed).
     Closed,
     /// An oversized frame, or one that is not a message: the other side is not trusted.
@@ -194,7 +194,7 @@ pub(crate) enum ReadError {
 }
 
 impl<R: Read> FrameReader<R> {
-    pub(crate) fn new(stream: R) -> Self {
+    pub fn new(stream: R) -> Self {
         Self {
             stream,
             buffer: BytesMut::with_capacity(64 * 1024),
@@ -203,7 +203,9 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// The next message, blocking until it is complete.
-    pub(crate) fn next<T: DeserializeOwned>(&mut self) -> Result<T, ReadError> {
+    // Not `Iterator::next`: it reads a frame of the type asked for, and fails with why.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next<T: DeserializeOwned>(&mut self) -> Result<T, ReadError> {
         loop {
             match self.codec.decode(&mut self.buffer) {
                 Ok(Some(frame)) => {
@@ -230,29 +232,61 @@ impl<R: Read> FrameReader<R> {
 }
 
 /// Writes whole frames to a blocking stream, one writer at a time.
-pub(crate) struct FrameWriter<W> {
+pub struct FrameWriter<W> {
     stream: Mutex<W>,
 }
 
 impl<W: Write> FrameWriter<W> {
-    pub(crate) fn new(stream: W) -> Self {
+    pub fn new(stream: W) -> Self {
         Self {
             stream: Mutex::new(stream),
         }
     }
 
     /// Send one message; `false` once the other side is gone (see [`Self::try_send`]).
-    pub(crate) fn send<T: Serialize>(&self, message: &T) -> bool {
+    pub fn send<T: Serialize>(&self, message: &T) -> bool {
         self.try_send(message).is_ok()
     }
 
     /// Send one message, or say why it could not be written.
-    pub(crate) fn try_send<T: Serialize>(&self, message: &T) -> std::io::Result<()> {
+    pub fn try_send<T: Serialize>(&self, message: &T) -> std::io::Result<()> {
         let json = serde_json::to_vec(message)?;
         let mut frame = BytesMut::with_capacity(json.len() + 4);
         codec().encode(bytes::Bytes::from(json), &mut frame)?;
-        let mut stream = crate::sync::lock(&self.stream);
+        let mut stream = xcsh_plugin_api::__private::lock(&self.stream);
         stream.write_all(&frame)
+    }
+}
+
+/// The child's end of the link carries its plugin's host services to the host
+/// ([`ChildMessage::Service`], answered by [`HostMessage::ServiceReply`]): the host applies the
+/// rules (defaults without a user, one question at a time, answers checked against their
+/// question); the child only carries requests and replies (a [`crate::forward::ForwardedHost`]
+/// over this writer), so the plugin's sandbox stays as it is: the child never opens a terminal
+/// or a connection of its own. Here rather than in the child's crate because the writer and
+/// the trait are both the core's.
+impl crate::forward::HostLink for FrameWriter<crate::sys::spawn::ChildWrite> {
+    const PEER: &'static str = "the host";
+
+    fn send(
+        &self,
+        call: u64,
+        request: u64,
+        body: xcsh_plugin_api::host::HostRequest,
+    ) -> Result<(), String> {
+        let sent = FrameWriter::send(
+            self,
+            &ChildMessage::Service {
+                call,
+                request,
+                body,
+            },
+        );
+        if sent {
+            Ok(())
+        } else {
+            Err(format!("{} is gone", Self::PEER))
+        }
     }
 }
 

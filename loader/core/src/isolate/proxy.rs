@@ -22,8 +22,8 @@ use super::connection::{Connection, LateAnswer};
 use super::protocol::{HostMessage, Resolution};
 use crate::messages::{action_orphaned, apply_cut_short};
 use crate::store::{ActionContext, ApplyFn, BoxFuture, LateOutcome, PendingAction};
-use crate::sync::lock;
 use crate::tool::{PluginError, GRACE_PERIOD};
+use xcsh_plugin_api::__private::lock;
 
 /// One action in one child; tells the child to drop it unless it was applied or rejected.
 struct ActionHandle {

@@ -13,7 +13,7 @@ use super::connection::{CallEnd, Connection, Hello, SessionLinks, Shared, Stop, 
 use super::protocol::{ChildMessage, FrameReader, HostMessage, ReadError};
 use crate::loading::LoadErrorKind;
 use crate::plugin_log::plugin_log;
-use crate::sync::lock;
+use xcsh_plugin_api::__private::lock;
 
 /// The reading end of one child's socket, on a thread of its own (blocking reads): routes
 /// results, updates, pushes and log lines until the child closes the socket or sends

@@ -102,7 +102,7 @@ impl PrivateCache {
     pub(crate) fn put<T: Serialize>(&self, kind: &str, key: &str, value: &T) {
         static PRUNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
         let first_of_kind = {
-            let mut pruned = crate::sync::lock(&PRUNED);
+            let mut pruned = xcsh_plugin_api::__private::lock(&PRUNED);
             let first = !pruned.iter().any(|k| k == kind);
             if first {
                 pruned.push(kind.to_owned());

@@ -436,7 +436,7 @@ pub fn load_checked_with(
 ) -> Result<PluginLibrary, LoadError> {
     let path = file.path();
     let error = |kind| LoadError::new(path, kind);
-    let mut cache = crate::sync::lock(cache());
+    let mut cache = xcsh_plugin_api::__private::lock(cache());
     if let Some(cached) = cache.get(path) {
         if cached.stamp.same_content(&file.stamp) {
             return cached.outcome.clone();
@@ -530,7 +530,7 @@ fn map_library(
 /// In a plugin child (`xcsh-plugin-host`): load the checked content the parent handed over as
 /// the inherited descriptor `file` (the checked file itself, or a sealed memfd of the pinned
 /// bytes). `path` is the original file, for messages.
-pub(crate) fn load_inherited(path: &Path, file: File) -> Result<PluginLibrary, LoadError> {
+pub fn load_inherited(path: &Path, file: File) -> Result<PluginLibrary, LoadError> {
     let api_version = check_before_running(path, &object::ReadCache::new(&file))?;
     // No layout cache here: the sandboxed child cannot write the user's cache, and its
     // descriptor may be a memfd with an identity of its own.

@@ -29,11 +29,11 @@ use crate::tool::{
 /// Where a plugin's pushed pending actions go: the session's sink in-process, or (in a
 /// plugin child) a registry that tells the host and waits for its answer. `None` in a runtime
 /// without a store. An `Err` is the message the plugin's push fails with.
-pub(crate) type PushSink = Arc<dyn Fn(PendingAction) -> Result<(), PluginError> + Send + Sync>;
+pub type PushSink = Arc<dyn Fn(PendingAction) -> Result<(), PluginError> + Send + Sync>;
 
 /// Where a plugin's [`HostApiFfi::keep_alive`] requests go: in a plugin child, to the host,
 /// which then does not stop the idle process. `None` in-process, where nothing is stopped.
-pub(crate) type KeepAliveSink = Arc<dyn Fn(bool) + Send + Sync>;
+pub type KeepAliveSink = Arc<dyn Fn(bool) + Send + Sync>;
 
 /// The push sink of an in-process plugin: the session's store, or its embedder's.
 pub(crate) fn store_sink(store: Option<Arc<dyn PendingActionSink>>) -> Option<PushSink> {
@@ -221,7 +221,7 @@ impl Tool for PluginTool {
 
 impl PluginTool {
     /// Poll this tool's futures on the caller's task (see [`PluginTool`]).
-    pub(crate) fn set_inline(&mut self, inline: bool) {
+    pub fn set_inline(&mut self, inline: bool) {
         self.inline = inline;
     }
 }
@@ -304,7 +304,7 @@ impl<T> Drop for AbortOnDrop<T> {
 }
 
 /// Run a library's factory for one session and wrap its tools.
-pub(crate) fn instantiate(
+pub fn instantiate(
     library: PluginLibrary,
     path: &Path,
     cwd: &Path,

@@ -39,7 +39,7 @@ impl Running {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancelToken>> {
-        crate::sync::lock(&self.calls)
+        xcsh_plugin_api::__private::lock(&self.calls)
     }
 
     /// After the session gave up on call `id`: give its thread a grace period to drop the

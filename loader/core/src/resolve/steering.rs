@@ -126,7 +126,7 @@ impl SteeringQueue {
     pub(crate) const CAPACITY: usize = STEERING_QUEUE_CAPACITY;
 
     pub(crate) fn push(&self, message: SteeringMessage) {
-        let mut messages = crate::sync::lock(&self.messages);
+        let mut messages = xcsh_plugin_api::__private::lock(&self.messages);
         if messages.len() == Self::CAPACITY {
             messages.pop_front();
         }
@@ -135,7 +135,7 @@ impl SteeringQueue {
 
     /// Everything queued, oldest first, leaving the queue empty (and its memory returned).
     pub(crate) fn take(&self) -> Vec<SteeringMessage> {
-        let taken = std::mem::take(&mut *crate::sync::lock(&self.messages));
+        let taken = std::mem::take(&mut *xcsh_plugin_api::__private::lock(&self.messages));
         taken.into()
     }
 }

@@ -33,8 +33,8 @@ use crate::resolve::steering::{
 };
 use crate::resolve::{resolve_spec, run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
 use crate::store::{PendingActionSink, PendingActionStore, PushSubscription};
-use crate::sync::lock;
 use crate::tool::{bounded, ActionContext, CallContext, Tool, ToolSpec};
+use xcsh_plugin_api::__private::lock;
 
 pub use crate::tool::{CallOptions, ToolOutcome};
 pub use builder::SessionBuilder;
@@ -114,12 +114,12 @@ impl Session {
 
     /// The tools now.
     fn registry(&self) -> Arc<Registry> {
-        Arc::clone(&crate::sync::read(&self.registry))
+        Arc::clone(&xcsh_plugin_api::__private::read(&self.registry))
     }
 
     /// While building: register `tool` after the others.
     fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), LoadError> {
-        let registry = crate::sync::rw_get_mut(&mut self.registry);
+        let registry = xcsh_plugin_api::__private::rw_get_mut(&mut self.registry);
         Arc::make_mut(registry).register(tool)
     }
 
@@ -147,7 +147,7 @@ impl Session {
                 Ok((library, file))
             })
             .and_then(|(library, file)| {
-                crate::sync::rw_get_mut(&mut self.plugins).push(LoadedPlugin {
+                xcsh_plugin_api::__private::rw_get_mut(&mut self.plugins).push(LoadedPlugin {
                     path: candidate.path.clone(),
                     api_version: library.api_version(),
                     isolation: Isolation::InProcess,
@@ -190,8 +190,8 @@ impl Session {
         if let Some(deferred) = deferred {
             lock(&self.deferred).insert(plugin.path.clone(), Arc::new(deferred));
         }
-        crate::sync::mutex_get_mut(&mut self.children).extend(children);
-        crate::sync::rw_get_mut(&mut self.plugins).push(plugin);
+        xcsh_plugin_api::__private::mutex_get_mut(&mut self.children).extend(children);
+        xcsh_plugin_api::__private::rw_get_mut(&mut self.plugins).push(plugin);
         for tool in tools {
             if let Err(error) = self.register(Arc::new(tool)) {
                 self.load_errors.push(error);
@@ -210,14 +210,14 @@ impl Session {
     ) -> (Vec<LoadError>, bool) {
         lock(&self.children).extend(children);
         {
-            let mut plugins = crate::sync::write(&self.plugins);
+            let mut plugins = xcsh_plugin_api::__private::write(&self.plugins);
             match plugins.iter_mut().find(|p| p.path == plugin.path) {
                 Some(entry) => *entry = plugin.clone(),
                 None => plugins.push(plugin.clone()),
             }
         }
         let (errors, changed) = {
-            let mut registry = crate::sync::write(&self.registry);
+            let mut registry = xcsh_plugin_api::__private::write(&self.registry);
             let (replaced, errors, changed) = registry.with_plugin_replaced(&plugin.path, tools);
             *registry = Arc::new(replaced);
             (errors, changed)
@@ -225,7 +225,7 @@ impl Session {
         // The first deferrable tool brings `resolve`: the list changed with it.
         let resolve_added = self.register_resolve_if_needed();
         if resolve_added && !changed {
-            let mut registry = crate::sync::write(&self.registry);
+            let mut registry = xcsh_plugin_api::__private::write(&self.registry);
             Arc::make_mut(&mut registry).generation += 1;
         }
         (errors, changed || resolve_added)
@@ -255,7 +255,7 @@ impl Session {
     /// Every plugin library that loaded (its factory may still have failed), in load order;
     /// a reloaded plugin as its current version.
     pub fn plugins(&self) -> Vec<LoadedPlugin> {
-        crate::sync::read(&self.plugins).clone()
+        xcsh_plugin_api::__private::read(&self.plugins).clone()
     }
 
     /// The session's working directory.

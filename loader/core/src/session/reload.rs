@@ -32,7 +32,7 @@ use crate::tool::ToolOrigin;
 
 use super::registry::Registered;
 use super::Session;
-use crate::sync::lock;
+use xcsh_plugin_api::__private::lock;
 
 /// How long a changed plugin file must have stayed unchanged before it is loaded.
 pub const SETTLE: Duration = Duration::from_millis(300);

@@ -28,14 +28,15 @@ static SCHEDULED: AtomicBool = AtomicBool::new(false);
 /// operating system once the stops have settled. `grace`: how long a stopped child may take
 /// before it is killed (its host-side buffers are freed by then).
 pub(crate) fn release_after_stop(runtime: &tokio::runtime::Runtime, grace: Duration) {
-    *crate::sync::lock(&LAST_STOP) = Some(Instant::now());
+    *xcsh_plugin_api::__private::lock(&LAST_STOP) = Some(Instant::now());
     if SCHEDULED.swap(true, Ordering::SeqCst) {
         return;
     }
     runtime.spawn(async move {
         loop {
             tokio::time::sleep(SETTLE).await;
-            let quiet = crate::sync::lock(&LAST_STOP).map_or(Duration::MAX, |at| at.elapsed());
+            let quiet = xcsh_plugin_api::__private::lock(&LAST_STOP)
+                .map_or(Duration::MAX, |at| at.elapsed());
             if quiet < SETTLE {
                 continue;
             }

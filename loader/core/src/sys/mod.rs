@@ -2,10 +2,11 @@
 //! without following links, handing an already opened file (or a sealed in-memory copy) to
 //! the dynamic loader, starting and containing plugin processes. Written on `rustix` where it
 //! can be; the `unsafe` that is left, each block saying why it holds, is the `dlopen` itself
-//! (`dl`), a plugin process's containment (`contain`: `unshare`, `fork`, `waitpid`) and start
+//! (`dl`), a plugin process's start
 //! (`spawn`: inherited descriptors, Windows' Job Objects and handles), glibc's `malloc_trim`
 //! (`heap`) and its version ([`glibc_version`]). With `loading::open`, this is the only module
-//! the crate root's `#![deny(unsafe_code)]` allows it in.
+//! the crate root's `#![deny(unsafe_code)]` allows it in. What the plugin process does to
+//! itself (its sandbox, its PID namespace) is the crate `xcsh-loader-process`.
 //!
 //! How a checked plugin reaches the dynamic loader ([`load`]):
 //! - [`LoadSource::Opened`]: the descriptor the checks were made on, through
@@ -21,13 +22,10 @@
 //! closed: glibc recognises an already loaded library by the name it was opened with, so a
 //! reused `/proc/self/fd/N` would silently resolve to the earlier plugin.
 
-#[cfg(target_os = "linux")]
-pub(crate) mod contain;
 mod dl;
 pub(crate) mod heap;
 #[cfg(target_os = "linux")]
 mod memfd;
-mod network;
 mod private_copy;
 pub mod program_home;
 pub mod repository;

@@ -10,12 +10,18 @@ use super::{ToolHints, ToolOrigin, ToolSpec};
 /// One tool's static description, without where it comes from (the plugin's path, which the
 /// handshake's connection or the cache's key already names).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ToolDefinition {
+pub struct ToolDefinition {
+    /// The tool's name, as the model calls it.
     pub name: String,
+    /// Its human-readable label.
     pub label: String,
+    /// Its description, for the model.
     pub description: String,
+    /// The JSON Schema of its arguments.
     pub parameters: Value,
+    /// Whether it is left out of the tool list.
     pub hidden: bool,
+    /// Whether it may push a pending action.
     pub deferrable: bool,
     /// The tool's behaviour hints (each absent when the tool gives none).
     #[serde(default)]
@@ -24,16 +30,20 @@ pub(crate) struct ToolDefinition {
 
 /// A tool's behaviour hints, serialised (see [`ToolHints`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Hints {
+pub struct Hints {
+    /// [`ToolHints::read_only`].
     pub read_only: Option<bool>,
+    /// [`ToolHints::destructive`].
     pub destructive: Option<bool>,
+    /// [`ToolHints::idempotent`].
     pub idempotent: Option<bool>,
+    /// [`ToolHints::open_world`].
     pub open_world: Option<bool>,
 }
 
 impl ToolDefinition {
     /// `spec`'s definition.
-    pub(crate) fn of(spec: &ToolSpec) -> Self {
+    pub fn of(spec: &ToolSpec) -> Self {
         ToolDefinition {
             name: spec.name.clone(),
             label: spec.label.clone(),
@@ -46,7 +56,7 @@ impl ToolDefinition {
     }
 
     /// The spec of a tool so defined, coming from `origin`.
-    pub(crate) fn into_spec(self, origin: ToolOrigin) -> ToolSpec {
+    pub fn into_spec(self, origin: ToolOrigin) -> ToolSpec {
         ToolSpec {
             name: self.name,
             label: self.label,

@@ -22,9 +22,9 @@ pub(crate) type HostRead = UnixStream;
 /// The host's writing end (a clone of the same socket, with a write timeout).
 pub(crate) type HostWrite = UnixStream;
 /// The child's ends of the link.
-pub(crate) type ChildRead = UnixStream;
+pub type ChildRead = UnixStream;
 /// The child's writing end (a clone of its socket).
-pub(crate) type ChildWrite = UnixStream;
+pub type ChildWrite = UnixStream;
 
 /// What the child is handed until it has started: its end of the socketpair (the caller
 /// holds the plugin's descriptor itself).
@@ -108,7 +108,7 @@ impl Containment {
 }
 
 /// The child's ends of the link: the socket it inherited as `--socket N`.
-pub(crate) fn take_link(raw: i64) -> std::io::Result<(ChildRead, ChildWrite)> {
+pub fn take_link(raw: i64) -> std::io::Result<(ChildRead, ChildWrite)> {
     let raw = RawFd::try_from(raw).map_err(std::io::Error::other)?;
     let stream = UnixStream::from(take_inherited(raw)?);
     let writer = stream.try_clone()?;
@@ -116,7 +116,7 @@ pub(crate) fn take_link(raw: i64) -> std::io::Result<(ChildRead, ChildWrite)> {
 }
 
 /// The plugin file the child inherited as `--plugin-fd M`.
-pub(crate) fn take_plugin(raw: i64) -> std::io::Result<File> {
+pub fn take_plugin(raw: i64) -> std::io::Result<File> {
     let raw = RawFd::try_from(raw).map_err(std::io::Error::other)?;
     Ok(File::from(take_inherited(raw)?))
 }
@@ -163,7 +163,7 @@ fn inherit_and_die_with_parent(
 }
 
 /// Whether this process's parent is still `parent` (the child's own check at start).
-pub(crate) fn parent_is(parent: u32) -> bool {
+pub fn parent_is(parent: u32) -> bool {
     rustix::process::getppid()
         .is_some_and(|pid| u32::try_from(pid.as_raw_nonzero().get()) == Ok(parent))
 }
@@ -176,7 +176,7 @@ fn set_cloexec(fd: BorrowedFd<'_>) -> std::io::Result<()> {
 
 /// Arm the death signal in the child itself too (harmless if `pre_exec` already did).
 #[cfg(target_os = "linux")]
-pub(crate) fn die_with_parent(_parent: u32) -> std::io::Result<()> {
+pub fn die_with_parent(_parent: u32) -> std::io::Result<()> {
     Ok(rustix::process::set_parent_process_death_signal(Some(
         Signal::KILL,
     ))?)
@@ -186,7 +186,7 @@ pub(crate) fn die_with_parent(_parent: u32) -> std::io::Result<()> {
 /// since `setsid`, and whatever it started that stayed in it) when it exits. Fails when
 /// `parent` is already gone (`ESRCH` on registering the watch): the caller then exits.
 #[cfg(target_os = "macos")]
-pub(crate) fn die_with_parent(parent: u32) -> std::io::Result<()> {
+pub fn die_with_parent(parent: u32) -> std::io::Result<()> {
     use rustix::event::kqueue::{kevent, kqueue, Event, EventFilter, EventFlags, ProcessEvents};
     let pid = i32::try_from(parent)
         .ok()

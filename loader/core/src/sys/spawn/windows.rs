@@ -39,9 +39,9 @@ pub(crate) type HostRead = PipeReader;
 /// The host's writing end (the child's standard input), written by a thread of its own.
 pub(crate) type HostWrite = TimedWriter;
 /// The child's reading end (its standard input).
-pub(crate) type ChildRead = File;
+pub type ChildRead = File;
 /// The child's writing end (its standard output, which its own prints no longer reach).
-pub(crate) type ChildWrite = File;
+pub type ChildWrite = File;
 
 /// `CreateProcess`'s flag for a console process with a console of its own and no window.
 const CREATE_NO_WINDOW: u32 = 0x0800_0000;
@@ -264,7 +264,7 @@ impl Write for TimedWriter {
 /// is pointed at its standard error from now on (a plugin's prints must not break the
 /// frames), neither end is inherited by what the plugin starts, and it waits until the host
 /// has put it in its job.
-pub(crate) fn take_link(_raw: i64) -> std::io::Result<(ChildRead, ChildWrite)> {
+pub fn take_link(_raw: i64) -> std::io::Result<(ChildRead, ChildWrite)> {
     // A crash ends the process at once, with no dialog (the job says the same).
     // SAFETY: only changes this process's error mode flags.
     unsafe { SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX) };
@@ -303,7 +303,7 @@ fn std_handle(which: windows_sys::Win32::System::Console::STD_HANDLE) -> std::io
 }
 
 /// The plugin file the child inherited as `--plugin-fd H` (not passed on further).
-pub(crate) fn take_plugin(raw: i64) -> std::io::Result<File> {
+pub fn take_plugin(raw: i64) -> std::io::Result<File> {
     let raw = usize::try_from(raw).map_err(std::io::Error::other)? as RawHandle;
     set_inheritable(raw, false)?;
     // SAFETY: the host made this handle inheritable for this child alone and named it on the
@@ -312,13 +312,13 @@ pub(crate) fn take_plugin(raw: i64) -> std::io::Result<File> {
 }
 
 /// The job kills the child with its host: nothing to arm here.
-pub(crate) fn die_with_parent(_parent: u32) -> std::io::Result<()> {
+pub fn die_with_parent(_parent: u32) -> std::io::Result<()> {
     Ok(())
 }
 
 /// The job kills the child with its host, and a dead host's pipe ends the child: no parent
 /// check is needed at start.
-pub(crate) fn parent_is(_parent: u32) -> bool {
+pub fn parent_is(_parent: u32) -> bool {
     true
 }
 

@@ -18,7 +18,6 @@
 //! dropped: an apply has undone its staged changes), or after the grace period.
 
 mod actions;
-mod services;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -29,20 +28,21 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use std::sync::atomic::AtomicUsize;
 
-use super::protocol::{
+use crate::sandbox::apply_limits;
+use actions::Pushes;
+use xcsh_loader_core::for_layers::load_inherited;
+use xcsh_loader_core::for_layers::protocol::{
     ChildMessage, FrameReader, FrameWriter, HostMessage, ToolDefinition, PROTOCOL_VERSION,
 };
-use crate::loading::open::load_inherited;
-use crate::plugin_abi::{instantiate, KeepAliveSink, PluginTool, PushSink};
-use crate::plugin_log::PluginLogSink;
-use crate::store::PendingAction;
-use crate::sync::lock;
-use crate::sys::sandbox::{apply_limits, Confinement, SandboxPolicy};
-use crate::sys::spawn::{
+use xcsh_loader_core::for_layers::{
     die_with_parent, parent_is, take_link, take_plugin, ChildRead, ChildWrite,
 };
-use crate::tool::{ActionContext, CallContext, CancelToken, Tool, GRACE_PERIOD};
-use actions::Pushes;
+use xcsh_loader_core::for_layers::{instantiate, KeepAliveSink, PluginTool, PushSink};
+use xcsh_loader_core::plugin_log::PluginLogSink;
+use xcsh_loader_core::sandbox::{Confinement, SandboxPolicy};
+use xcsh_loader_core::store::PendingAction;
+use xcsh_loader_core::tool::{ActionContext, CallContext, CancelToken, Tool, GRACE_PERIOD};
+use xcsh_plugin_api::__private::lock;
 
 /// What the host passes on the command line.
 struct Arguments {
@@ -116,10 +116,10 @@ pub fn child_main() -> ExitCode {
         return ExitCode::from(2);
     }
     // Still the only thread of this process: it moves into a PID namespace of its own (so
-    // that nothing it starts outlives it; see `sys::contain`), then what Landlock confines
+    // that nothing it starts outlives it; see `contain`), then what Landlock confines
     // now covers every later thread, the plugin's included.
     #[cfg(target_os = "linux")]
-    let programs_contained = crate::sys::contain::contain_programs();
+    let programs_contained = crate::contain::contain_programs();
     // No PID namespaces: what the plugin starts may outlive it, and `list` says so; the host
     // still ends this process's group when it reaps it.
     #[cfg(all(unix, not(target_os = "linux")))]
@@ -153,7 +153,7 @@ pub fn child_main() -> ExitCode {
 /// The writing end of the socket, shared by every thread of the child.
 type Outgoing = Arc<FrameWriter<ChildWrite>>;
 
-/// The plugin's keep-alive request ([`crate::plugin_abi::KeepAliveSink`]): sent to the host
+/// The plugin's keep-alive request ([`xcsh_loader_core::for_layers::KeepAliveSink`]): sent to the host
 /// once the handshake is out (the host reads nothing else before the `Hello`), so a request
 /// the factory made is remembered and sent right after it.
 struct KeepAlive {
@@ -196,7 +196,7 @@ struct Shared {
     /// Polls plugin futures (`Handle::block_on`); they bring their own runtime.
     runtime: tokio::runtime::Handle,
     /// The calls' host-service requests waiting for the host's reply.
-    requests: Arc<crate::forward::HostAnswers>,
+    requests: Arc<xcsh_loader_core::forward::HostAnswers>,
     /// Where the sandbox lets the plugin write (canonical), told to `exec`; `None` unconfined.
     writable: Option<Arc<[PathBuf]>>,
     cwd: PathBuf,
@@ -208,7 +208,7 @@ struct Shared {
 /// call of its own afterwards.
 fn confine(policy: &SandboxPolicy) -> Result<Confinement, String> {
     apply_limits(policy).map_err(|error| error.to_string())?;
-    crate::sys::sandbox::confine(policy).map_err(|error| error.to_string())
+    crate::sandbox::confine(policy).map_err(|error| error.to_string())
 }
 
 fn serve(
@@ -230,12 +230,12 @@ fn serve(
     if arguments.protocol != PROTOCOL_VERSION {
         let cause = format!(
             "{} speaks protocol {PROTOCOL_VERSION}, the loader {}; install the {} of the same build as the loader",
-            super::PLUGIN_HOST_BIN,
+            xcsh_loader_core::isolate::PLUGIN_HOST_BIN,
             arguments.protocol,
-            super::PLUGIN_HOST_BIN
+            xcsh_loader_core::isolate::PLUGIN_HOST_BIN
         );
         outgoing.send(&ChildMessage::LoadFailed {
-            kind: crate::loading::LoadErrorKind::PluginProcess { cause },
+            kind: xcsh_loader_core::LoadErrorKind::PluginProcess { cause },
         });
         return 0;
     }
@@ -243,7 +243,7 @@ fn serve(
         Ok(confinement) => confinement,
         Err(cause) => {
             outgoing.send(&ChildMessage::LoadFailed {
-                kind: crate::loading::LoadErrorKind::PluginProcess { cause },
+                kind: xcsh_loader_core::LoadErrorKind::PluginProcess { cause },
             });
             return 0;
         }
@@ -384,14 +384,14 @@ fn remote_services(
     call: u64,
     facts: xcsh_plugin_api::host::HostFacts,
     cancel: &CancelToken,
-) -> crate::services::CallServices {
-    let host = crate::forward::ForwardedHost::new(
+) -> xcsh_loader_core::services::CallServices {
+    let host = xcsh_loader_core::forward::ForwardedHost::new(
         call,
         facts,
         Arc::clone(&shared.outgoing),
         Arc::clone(&shared.requests),
     );
-    crate::services::CallServices::forwarded(
+    xcsh_loader_core::services::CallServices::forwarded(
         Arc::new(host),
         shared.writable.clone(),
         cancel.clone(),
@@ -487,7 +487,7 @@ fn execute(
     tool_call_id: String,
     arguments: serde_json::Value,
     cancel: CancelToken,
-    services: crate::services::CallServices,
+    services: xcsh_loader_core::services::CallServices,
 ) -> Result<xcsh_plugin_api::AgentToolResult, String> {
     let Some(tool) = shared.tools.get(tool).cloned() else {
         return Err(format!("Tool \"{tool}\" not found"));
@@ -523,7 +523,7 @@ fn load(
     outgoing: &Outgoing,
     pushes: &Arc<Pushes>,
     confinement: Option<Confinement>,
-) -> Result<HashMap<String, Arc<PluginTool>>, crate::loading::LoadErrorKind> {
+) -> Result<HashMap<String, Arc<PluginTool>>, xcsh_loader_core::LoadErrorKind> {
     let library = load_inherited(&arguments.path, plugin).map_err(|error| error.kind)?;
     let sink: Option<PushSink> = arguments.store.then(|| {
         let outgoing = outgoing.clone();

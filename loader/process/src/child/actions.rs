@@ -12,11 +12,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::{Outgoing, Shared};
-use crate::isolate::protocol::{ChildMessage, Resolution};
-use crate::messages::{APPLY_CANCELLED, REJECT_CANCELLED};
-use crate::store::PendingAction;
-use crate::sync::lock;
-use crate::tool::{ActionContext, CancelToken, PluginError};
+use xcsh_loader_core::for_layers::protocol::{ChildMessage, Resolution};
+use xcsh_loader_core::messages::{APPLY_CANCELLED, REJECT_CANCELLED};
+use xcsh_loader_core::store::PendingAction;
+use xcsh_loader_core::tool::{ActionContext, CancelToken, PluginError};
+use xcsh_plugin_api::__private::lock;
 
 /// An action the host's store took.
 enum Held {
