@@ -68,6 +68,12 @@ impl<T> Pending<T> {
         (number, answer)
     }
 
+    /// A number of the table's sequence that nobody waits on: for a one-way notice, whose
+    /// acknowledgement, if the other side sends one, finds nobody and is dropped.
+    pub fn unwaited(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
     /// Request `number` was answered; `false` when nobody waits for it (withdrawn, answered
     /// already, or never asked).
     pub fn answer(&self, number: u64, answer: T) -> bool {
@@ -181,11 +187,18 @@ impl<L: HostLink> ForwardedHost<L> {
         })
     }
 
-    /// Send `body` without waiting for its acknowledgement.
+    /// Send `body` without waiting for its acknowledgement: kept for [`Self::delivered`], or
+    /// sent one-way (no waiter on the table, nothing to withdraw).
     fn tell(&self, body: HostRequest) {
-        let acknowledged = self.send(body);
-        if let Some(told) = &self.told {
-            lock(told).push(acknowledged);
+        match &self.told {
+            Some(told) => {
+                let acknowledged = self.send(body);
+                lock(told).push(acknowledged);
+            }
+            None => {
+                // Sent and forgotten: a notice that could not go has nobody to tell.
+                let _ = self.link.send(self.call, self.answers.unwaited(), body);
+            }
         }
     }
 }
@@ -445,20 +458,23 @@ mod tests {
         cancel.cancel();
         let error = waiting.await.unwrap().unwrap_err();
         assert!(error.contains("cancelled"), "{error}");
-        // (The notification, request 2, was forgotten as soon as it was sent.)
-        assert_eq!(lock(&link.withdrawn).last(), Some(&(7, 3)));
+        // The notification, request 2, went one-way: only the question is withdrawn.
+        assert_eq!(*lock(&link.withdrawn), vec![(7, 3)]);
     }
 
     #[tokio::test]
-    async fn notifications_are_forgotten_unless_acknowledgements_are_kept() {
+    async fn notifications_go_one_way_unless_acknowledgements_are_kept() {
         let (link, answers) = fresh();
         let forgetting = host(&link, &answers);
         forgetting.notify("one", NotifyLevel::Info);
         assert_eq!(lock(&link.sent).len(), 1);
-        assert_eq!(
-            *lock(&link.withdrawn),
-            vec![(7, 1)],
-            "sent and forgotten at once"
+        assert!(
+            lock(&link.withdrawn).is_empty(),
+            "sent one-way: nothing waits, nothing is withdrawn"
+        );
+        assert!(
+            !answers.answer(1, Ok(HostReply::Done)),
+            "its acknowledgement finds nobody"
         );
 
         let keeping = host(&link, &answers).keeping_acknowledgements();
@@ -468,8 +484,8 @@ mod tests {
         // The first was acknowledged; the wait for the second ends at its limit.
         keeping.delivered(Duration::from_millis(50)).await;
         assert_eq!(
-            lock(&link.withdrawn).len(),
-            2,
+            *lock(&link.withdrawn),
+            vec![(7, 3)],
             "the unacknowledged one is withdrawn"
         );
     }

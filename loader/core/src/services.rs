@@ -182,8 +182,7 @@ impl SessionServices {
     ) -> CallServices {
         CallServices {
             session: self.clone(),
-            answering,
-            forwarded: None,
+            answerer: answering.map_or(Answerer::Session, Answerer::Own),
             cancel,
         }
     }
@@ -194,17 +193,32 @@ impl SessionServices {
 #[derive(Clone)]
 pub struct CallServices {
     session: SessionServices,
-    /// This call's own services, over the session's.
-    answering: Option<Arc<dyn HostServices>>,
-    /// The host every request passes on to unchanged, when it applies the rules itself.
-    forwarded: Option<Arc<dyn ForwardingHost>>,
+    answerer: Answerer,
     cancel: CancelToken,
+}
+
+/// Who answers a call's requests.
+#[derive(Clone)]
+enum Answerer {
+    /// The session's services, with the rules applied here.
+    Session,
+    /// This call's own services, over the session's, with the rules applied here.
+    Own(Arc<dyn HostServices>),
+    /// A host every request passes on to unchanged: it applies the rules itself.
+    Forwarded(Arc<dyn ForwardingHost>),
 }
 
 impl std::fmt::Debug for CallServices {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallServices")
-            .field("own_services", &self.answering.is_some())
+            .field(
+                "answerer",
+                &match self.answerer {
+                    Answerer::Session => "the session",
+                    Answerer::Own(_) => "its own services",
+                    Answerer::Forwarded(_) => "a forwarding host",
+                },
+            )
             .field("cancelled", &self.cancel.is_cancelled())
             .finish_non_exhaustive()
     }
@@ -227,23 +241,22 @@ impl CallServices {
     ) -> Self {
         Self {
             session: SessionServices::default().confined_to(writable),
-            answering: None,
-            forwarded: Some(host),
+            answerer: Answerer::Forwarded(host),
             cancel,
         }
     }
 
     /// Who answers this call.
     fn services(&self) -> Arc<dyn HostServices> {
-        match &self.answering {
-            Some(services) => Arc::clone(services),
-            None => self.session.services(),
+        match &self.answerer {
+            Answerer::Own(services) => Arc::clone(services),
+            Answerer::Session | Answerer::Forwarded(_) => self.session.services(),
         }
     }
 
     /// What the host can do for this call.
     pub fn facts(&self) -> HostFacts {
-        if let Some(host) = &self.forwarded {
+        if let Answerer::Forwarded(host) = &self.answerer {
             let facts = host.facts();
             return HostFacts {
                 writable: self.session.writable.as_deref().map(<[_]>::to_vec),
@@ -267,7 +280,7 @@ impl CallServices {
         if let Some(answer) = self.notification(&request) {
             return answer;
         }
-        if let Some(host) = &self.forwarded {
+        if let Answerer::Forwarded(host) = &self.answerer {
             let withdrawn = withdrawn(&request);
             if self.cancel.is_cancelled() {
                 return Err(withdrawn);
@@ -328,7 +341,7 @@ impl CallServices {
         if self.cancel.is_cancelled() {
             return Err(withdrawn(request));
         }
-        if let Some(host) = &self.forwarded {
+        if let Answerer::Forwarded(host) = &self.answerer {
             // Sent now; the host shows it (its acknowledgement is not waited for).
             drop(host.forward(request.clone()));
             return Ok(HostReply::Done);
