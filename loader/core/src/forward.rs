@@ -81,6 +81,13 @@ impl<T> Pending<T> {
         waiting.is_some_and(|waiting| waiting.send(answer).is_ok())
     }
 
+    /// Whether request `number` still waits for its answer.
+    pub fn is_waiting(&self, number: u64) -> bool {
+        lock(&self.waiting)
+            .as_ref()
+            .is_some_and(|waiting| waiting.contains_key(&number))
+    }
+
     /// Take request `number` off the table unanswered; whether it was still waiting.
     pub fn withdraw(&self, number: u64) -> bool {
         let waiting = lock(&self.waiting).as_mut().and_then(|w| w.remove(&number));

@@ -134,66 +134,87 @@ pub(super) struct CallSlot {
     pub(super) services: crate::services::CallServices,
 }
 
-/// Who waits for the answer to an apply or reject request.
-pub(super) enum Waiting {
-    /// Its caller, still there.
-    Caller(oneshot::Sender<Result<Resolution, String>>),
-    /// Nobody: the caller gave up (a cancellation, a timeout) and the child was told to cancel
-    /// the request; how it ended there is kept for the caller's [`LateAnswer`].
-    Abandoned(LateAnswer),
-}
+/// An apply's or reject's answer, as the child gives it or how it failed there.
+pub(super) type ResolveAnswer = Result<Resolution, String>;
 
-/// How a resolve request ended in the child, for a caller that may have given up on it: fires
-/// once the request was answered (or the child ended), keeping the child's late answer when the
-/// caller had gone.
+/// How a resolve request ended in the child, for a caller that may have given up on it: known
+/// once the request was answered in time (nothing late), never sent, or abandoned (its answer
+/// still coming, from the request table, or never when the child ends first).
 #[derive(Clone, Default)]
 pub(super) struct LateAnswer {
-    ended: CancelToken,
-    answer: Arc<Mutex<Option<Resolution>>>,
+    /// Fires once `state` is no longer [`Late::Unknown`].
+    known: CancelToken,
+    state: Arc<Mutex<Late>>,
+}
+
+#[derive(Default)]
+enum Late {
+    /// The request runs and its caller waits for it.
+    #[default]
+    Unknown,
+    /// Nothing came late: the caller had the answer, or the request was never sent.
+    Nothing,
+    /// The caller gave up: the child's answer, when it comes, arrives here.
+    Coming(oneshot::Receiver<ResolveAnswer>),
 }
 
 impl LateAnswer {
-    /// The request ended; `answer` is the child's, when it came after the caller gave up.
-    pub(super) fn settle(&self, answer: Option<Resolution>) {
-        *lock(&self.answer) = answer;
-        self.ended.cancel();
+    /// Nothing comes late: the caller took the answer, or nothing was sent.
+    fn settle(&self) {
+        self.become_known(Late::Nothing);
+    }
+
+    /// The caller gave up on the request: its answer, if the child gives one, comes through
+    /// `answer`.
+    fn abandon(&self, answer: oneshot::Receiver<ResolveAnswer>) {
+        self.become_known(Late::Coming(answer));
+    }
+
+    fn become_known(&self, state: Late) {
+        *lock(&self.state) = state;
+        self.known.cancel();
     }
 
     /// Wait up to `limit` for the request to end, then the child's late answer, if any.
     pub(super) async fn wait(&self, limit: Duration) -> Option<Resolution> {
-        let _ = tokio::time::timeout(limit, self.ended.cancelled()).await;
-        lock(&self.answer).take()
+        let waited = async {
+            self.known.cancelled().await;
+            let coming = match std::mem::take(&mut *lock(&self.state)) {
+                Late::Coming(answer) => answer,
+                Late::Unknown | Late::Nothing => return None,
+            };
+            // An error: the child ended without answering (the table was closed).
+            coming.await.ok().and_then(Result::ok)
+        };
+        tokio::time::timeout(limit, waited).await.ok().flatten()
     }
 }
 
 /// An apply or reject request in flight, held by its caller's future. Dropped unanswered (the
 /// caller gave up), it tells the child to cancel the request (`cancel {call: request}`: calls
-/// and requests are numbered from one counter) and hands the request over to its
+/// and requests are numbered from one counter) and hands the answer's way over to its
 /// [`LateAnswer`].
 struct Asked<'a> {
     connection: &'a Connection,
     request: u64,
-    answer: oneshot::Receiver<Result<Resolution, String>>,
-    /// `None` once the answer was taken.
-    late: Option<LateAnswer>,
+    answer: oneshot::Receiver<ResolveAnswer>,
+    late: LateAnswer,
+    /// Set once the caller took the answer.
+    taken: bool,
 }
 
 impl Drop for Asked<'_> {
     fn drop(&mut self) {
-        let Some(late) = self.late.take() else {
-            return;
-        };
-        let mut requests = lock(&self.connection.shared.requests);
-        if let Some(waiting) = requests.get_mut(&self.request) {
-            *waiting = Waiting::Abandoned(late);
-            drop(requests);
-            self.connection
-                .send(HostMessage::Cancel { call: self.request });
+        if self.taken {
             return;
         }
-        drop(requests);
-        // Answered (under the lock) but never taken: that answer is what happened.
-        late.settle(self.answer.try_recv().ok().and_then(Result::ok));
+        if self.connection.shared.requests.is_waiting(self.request) {
+            self.connection
+                .send(HostMessage::Cancel { call: self.request });
+        }
+        // Answered meanwhile or not, the answer (or the table's end) is what happened.
+        let answer = std::mem::replace(&mut self.answer, oneshot::channel().1);
+        self.late.abandon(answer);
     }
 }
 
@@ -210,8 +231,8 @@ pub(super) struct Shared {
     /// and all of them when the child is gone (closed), which is what the host's `on_session`
     /// waits for. Numbered with the calls and requests ([`Connection::number`]).
     pub(super) hearing: Pending<()>,
-    /// Apply and reject requests not yet answered; answered under this lock.
-    pub(super) requests: Mutex<HashMap<u64, Waiting>>,
+    /// Apply and reject requests not yet answered, numbered with the calls (as `hearing`).
+    pub(super) requests: Pending<ResolveAnswer>,
     /// What the applies and rejects running in the child use of the host while their caller
     /// waits (docs/guide/src/pending.md): the host services and update listener of the call
     /// settling each.
@@ -395,6 +416,7 @@ impl Connection {
         let numbers = Arc::new(AtomicU64::new(0));
         let shared = Arc::new(Shared {
             hearing: Pending::numbered_from(Arc::clone(&numbers)),
+            requests: Pending::numbered_from(Arc::clone(&numbers)),
             ..Shared::default()
         });
         let mut output = Vec::new();
@@ -631,31 +653,29 @@ impl Connection {
         late: LateAnswer,
         ctx: ActionContext,
     ) -> Result<Resolution, NoAnswer> {
-        let request = self.number();
-        let (sender, answer) = oneshot::channel();
+        let (request, answer) = self.shared.requests.open();
         // The child's questions and updates for this request are answered with `ctx` while
         // its caller waits, and refused once it stopped waiting.
         lock(&self.shared.settling).insert(request, ctx);
         let _settled = Forget(&self.shared.settling, request);
-        {
-            let mut requests = lock(&self.shared.requests);
-            if let Some(cause) = self.ended() {
-                late.settle(None);
-                return Err(NoAnswer { cause, sent: false });
-            }
-            requests.insert(request, Waiting::Caller(sender));
+        // The reaper sets `ended` before it closes the table: a request opened after that was
+        // never sent; one opened before is answered, or fails with how the child ended.
+        if let Some(cause) = self.ended() {
+            self.shared.requests.withdraw(request);
+            late.settle();
+            return Err(NoAnswer { cause, sent: false });
         }
         let mut asked = Asked {
             connection: self,
             request,
             answer,
-            late: Some(late),
+            late,
+            taken: false,
         };
         self.send(message(request));
         let outcome = (&mut asked.answer).await;
-        if let Some(late) = asked.late.take() {
-            late.settle(None);
-        }
+        asked.taken = true;
+        asked.late.settle();
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(_) => Err(self.ended().unwrap_or_else(|| "ended".to_owned())),
@@ -749,13 +769,7 @@ fn finish(shared: &Shared, status: std::io::Result<std::process::ExitStatus>) {
         let _ = slot.end.send(CallEnd::Gone(cause.clone()));
         slot.finished.cancel();
     }
-    let mut requests = lock(&shared.requests);
-    for (_, waiting) in requests.drain() {
-        match waiting {
-            Waiting::Caller(sender) => {
-                let _ = sender.send(Err(cause.clone()));
-            }
-            Waiting::Abandoned(late) => late.settle(None),
-        }
-    }
+    // Every apply or reject still waiting fails with `cause` (its caller reads `ended`), and
+    // an abandoned one's late answer will not come.
+    shared.requests.close();
 }

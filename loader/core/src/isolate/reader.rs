@@ -9,7 +9,7 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::connection::{CallEnd, Connection, Hello, SessionLinks, Shared, Stop, Waiting};
+use super::connection::{CallEnd, Connection, Hello, SessionLinks, Shared, Stop};
 use super::protocol::{ChildMessage, FrameReader, HostMessage, ReadError};
 use crate::loading::LoadErrorKind;
 use crate::plugin_log::plugin_log;
@@ -161,15 +161,7 @@ impl Reader {
                 request,
                 resolution,
             } => {
-                // Answered under the lock (see `Asked`'s drop).
-                let mut requests = lock(&shared.requests);
-                match requests.remove(&request) {
-                    Some(Waiting::Caller(sender)) => {
-                        let _ = sender.send(Ok(resolution));
-                    }
-                    Some(Waiting::Abandoned(late)) => late.settle(Some(resolution)),
-                    None => {}
-                }
+                shared.requests.answer(request, Ok(resolution));
             }
             ChildMessage::Push {
                 action,
