@@ -365,8 +365,9 @@ fn ended(shared: &Shared, number: u64) {
 /// they have ended (an apply's undo is never cut short by the exit), for at most the grace
 /// period (after which the host kills this process anyway). Returns the exit status.
 fn stop(shared: &Shared) -> i32 {
-    // A question waiting for the host fails at once: nobody will answer it.
+    // A question or a push waiting for the host fails at once: nobody will answer it.
     shared.requests.close();
+    shared.pushes.host_gone();
     let calls = lock(&shared.calls);
     for cancel in calls.values() {
         cancel.cancel();

@@ -8,11 +8,12 @@
 //! does, unless the host dropped the action meanwhile.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use super::{Outgoing, Shared};
 use xcsh_loader_core::for_layers::protocol::{ChildMessage, Resolution};
+use xcsh_loader_core::forward::Pending;
 use xcsh_loader_core::messages::{APPLY_CANCELLED, REJECT_CANCELLED};
 use xcsh_loader_core::store::PendingAction;
 use xcsh_loader_core::tool::{ActionContext, CancelToken, PluginError};
@@ -32,8 +33,9 @@ enum Held {
 #[derive(Default)]
 pub(super) struct Pushes {
     actions: Mutex<HashMap<u64, Held>>,
-    waiting: Mutex<HashMap<u64, std::sync::mpsc::SyncSender<Option<String>>>>,
-    next: AtomicU64,
+    /// The pushes waiting for the host's answer: `None` when its store took the action, its
+    /// refusal otherwise.
+    waiting: Pending<Option<String>>,
     /// Set once calls are served: before that (a push from the factory) nobody reads the
     /// host's answer.
     pub(super) serving: AtomicBool,
@@ -53,7 +55,7 @@ impl Pushes {
                 "a pending action can only be pushed while a tool runs, not from the plugin's factory",
             ));
         }
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let (id, answer) = self.waiting.open();
         let message = ChildMessage::Push {
             action: id,
             label: action.label().to_owned(),
@@ -61,12 +63,12 @@ impl Pushes {
             details: action.details().cloned(),
             has_reject: action.has_reject(),
         };
-        let (answer, answered) = std::sync::mpsc::sync_channel(1);
-        lock(&self.waiting).insert(id, answer);
         // Kept before the push is sent: the host may apply it as soon as it took it.
         lock(&self.actions).insert(id, Held::Ready(action));
         outgoing.send(&message);
-        let refused = match answered.recv() {
+        // The plugin's push is synchronous: this worker waits (other workers read the socket),
+        // on a plain thread park, whatever runtime the plugin's call runs on.
+        let refused = match futures_executor::block_on(answer) {
             Ok(refused) => refused,
             // The host is gone: nobody will resolve the action.
             Err(_) => Some("the host ended the session".to_owned()),
@@ -83,9 +85,12 @@ impl Pushes {
 
     /// The host's answer to the push of `action`.
     pub(super) fn answered(&self, action: u64, refused: Option<String>) {
-        if let Some(waiting) = lock(&self.waiting).remove(&action) {
-            let _ = waiting.send(refused);
-        }
+        self.waiting.answer(action, refused);
+    }
+
+    /// The host is gone: every push waiting for it fails now, and every later one at once.
+    pub(super) fn host_gone(&self) {
+        self.waiting.close();
     }
 
     /// The host dropped `action` unresolved. One whose apply runs is not kept after it.
