@@ -30,7 +30,7 @@ use std::time::Duration;
 use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
-use xcsh_loader::tool::CancelToken;
+use xcsh_loader_core::tool::CancelToken;
 
 use crate::store::lock;
 
@@ -98,7 +98,7 @@ impl CallState {
             "Tool \"{}\" timed out after {}s; {}",
             self.tool,
             limit.as_secs_f64(),
-            xcsh_loader::messages::CALL_ABANDONED
+            xcsh_loader_core::messages::CALL_ABANDONED
         )
     }
 }

@@ -11,7 +11,7 @@
 //! the dialog.
 //!
 //! The numbering, the waiting and the withdrawal are the loader's forwarder
-//! ([`xcsh_loader::forward`]); this module is its link to JavaScript, [`RuntimeLink`].
+//! ([`xcsh_loader_core::forward`]); this module is its link to JavaScript, [`RuntimeLink`].
 //!
 //! A notification or status line is acknowledged by `index.js` once the runtime has shown it;
 //! a call's answer waits for those acknowledgements ([`delivered`]), because the
@@ -25,8 +25,8 @@ use std::time::Duration;
 use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
-use xcsh_loader::forward::{ForwardedHost, HostAnswers, HostLink};
-use xcsh_loader::services::{form_fields, HostFacts, HostReply, HostRequest};
+use xcsh_loader_core::forward::{ForwardedHost, HostAnswers, HostLink};
+use xcsh_loader_core::services::{form_fields, HostFacts, HostReply, HostRequest};
 
 /// `(request, call, requestJson) => void`: a host request of call `call`, answered through
 /// `answerService(request, ok, json)`; an empty `requestJson` withdraws request `request`.

@@ -1,4 +1,5 @@
-//! The native half of `@xcsh/native-plugins`: a Node-API face on `xcsh-loader`'s `Session`.
+//! The native half of `@xcsh/native-plugins`: a Node-API face on the loader core's `Session`
+//! (`xcsh-loader-core`).
 //!
 //! `index.js` is the public surface (`nativeToolFactory`); this crate only exposes what it
 //! needs, as one class, [`NativeSession`]: load a session whose pending actions go to the JS
@@ -37,10 +38,10 @@ use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
-use xcsh_loader::resolve::{settle, settle_or_keep, ResolveAction};
-use xcsh_loader::services::HostServices;
-use xcsh_loader::tool::{ActionContext, CallOptions, CancelToken, PacedUpdates};
-use xcsh_loader::{Isolation, Session};
+use xcsh_loader_core::resolve::{settle, settle_or_keep, ResolveAction};
+use xcsh_loader_core::services::HostServices;
+use xcsh_loader_core::tool::{ActionContext, CallOptions, CancelToken, PacedUpdates};
+use xcsh_loader_core::{Isolation, Session};
 
 use calls::{CallState, InlineTask, SettleFunction, Workers};
 use store::{lock, PushFunction, RuntimeStore};
@@ -116,7 +117,7 @@ pub struct NativeLoadError {
 /// message when it does not parse.
 #[napi(catch_unwind)]
 pub fn parse_size(text: String) -> Result<f64> {
-    xcsh_loader::sandbox::parse_size(&text)
+    xcsh_loader_core::sandbox::parse_size(&text)
         .map(|bytes| bytes as f64)
         .map_err(Error::from_reason)
 }
@@ -170,7 +171,7 @@ struct Shared {
     /// docs/guide/src/ask.md).
     services: Option<Arc<host::RuntimeLink>>,
     /// The requests sent there and not yet answered.
-    answers: Arc<xcsh_loader::forward::HostAnswers>,
+    answers: Arc<xcsh_loader_core::forward::HostAnswers>,
 }
 
 /// A session event as `index.js` forwards it (`onSession`'s event, with the earlier tool
@@ -260,13 +261,13 @@ impl NativeSession {
         };
         let reason = serde_json::from_value(serde_json::Value::String(event.reason))
             .map_err(|error| Error::from_reason(error.to_string()))?;
-        let change = xcsh_loader::services::SessionChange {
+        let change = xcsh_loader_core::services::SessionChange {
             reason,
             previous_session_file: event.previous_session_file,
             results: event
                 .results
                 .into_iter()
-                .map(|result| xcsh_loader::services::ToolResultEntry {
+                .map(|result| xcsh_loader_core::services::ToolResultEntry {
                     tool_name: result.tool_name,
                     tool_call_id: result.tool_call_id,
                     details: result.details,
@@ -302,7 +303,7 @@ impl NativeSession {
         session
             .tools()
             .into_iter()
-            .filter(|spec| spec.name != xcsh_loader::RESOLVE_TOOL_NAME)
+            .filter(|spec| spec.name != xcsh_loader_core::RESOLVE_TOOL_NAME)
             .map(|spec| NativeTool {
                 parameters_json: spec.parameters.to_string(),
                 origin: spec.origin.to_string(),
@@ -543,7 +544,7 @@ impl NativeSession {
         self.shared.workers.close();
         if let Some(store) = &self.shared.store {
             for action in store.take_all_newest_first() {
-                let reason = xcsh_loader::messages::SESSION_ENDED.to_owned();
+                let reason = xcsh_loader_core::messages::SESSION_ENDED.to_owned();
                 let ctx = ActionContext::without_services(CancelToken::new());
                 // A failing reject is the plugin's to report; every other action still gets
                 // its own.
@@ -619,7 +620,7 @@ impl NativeSession {
         if let Some(unsettled) = settlement.unsettled {
             // `close` may have run meanwhile: then the action is discarded as it would have been.
             if let Some(action) = store.put_back(id, unsettled, &self.shared.closed) {
-                let reason = xcsh_loader::messages::SESSION_ENDED.to_owned();
+                let reason = xcsh_loader_core::messages::SESSION_ENDED.to_owned();
                 let _ = settle(
                     action,
                     ResolveAction::Discard,
@@ -694,7 +695,7 @@ fn idle_time(ms: f64) -> Result<Option<Duration>> {
 }
 
 /// A session builder for `options`, its pushes going to the runtime's store.
-fn builder(options: SessionOptions, shared: &Shared) -> Result<xcsh_loader::SessionBuilder> {
+fn builder(options: SessionOptions, shared: &Shared) -> Result<xcsh_loader_core::SessionBuilder> {
     let isolation: Isolation = options
         .isolation
         .parse()
@@ -714,7 +715,7 @@ fn builder(options: SessionOptions, shared: &Shared) -> Result<xcsh_loader::Sess
         None => builder.without_store(),
     };
     if let Some(limit) = &options.memory_limit {
-        let bytes = xcsh_loader::sandbox::parse_size(limit)
+        let bytes = xcsh_loader_core::sandbox::parse_size(limit)
             .map_err(|message| Error::new(Status::InvalidArg, format!("memoryLimit: {message}")))?;
         builder = builder.memory_limit(Some(bytes));
     }
@@ -725,7 +726,7 @@ fn builder(options: SessionOptions, shared: &Shared) -> Result<xcsh_loader::Sess
         builder = builder.allow_read(path);
     }
     for name in &options.pass_env {
-        let name = xcsh_loader::sandbox::parse_env_pattern(name)
+        let name = xcsh_loader_core::sandbox::parse_env_pattern(name)
             .map_err(|message| Error::new(Status::InvalidArg, format!("passEnv: {message}")))?;
         builder = builder.pass_env(name);
     }

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use napi::{Error, Result};
 use napi_derive::napi;
-use xcsh_loader::publisher::{self, PublisherCheck, PublisherError, SignedLibrary};
-use xcsh_loader::trust::TrustStore;
+use xcsh_loader_core::publisher::{self, PublisherCheck, PublisherError, SignedLibrary};
+use xcsh_loader_core::trust::TrustStore;
 
 /// Check the library at `library` (its `.minisig` text in `signature`) of the packed tool
 /// `tool` (npm name; `shown` adds its version) against `key`, its manifest's publisher key,

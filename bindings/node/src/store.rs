@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
-use xcsh_loader::{PendingAction, PendingActionSink, PluginError};
+use xcsh_loader_core::{PendingAction, PendingActionSink, PluginError};
 
 /// `(id, label, sourceToolName, detailsJson, hasReject) => void`, throwing to refuse. Weak: it
 /// never keeps the runtime alive (a push only happens while a call's promise is pending, and
