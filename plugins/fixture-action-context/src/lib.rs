@@ -4,6 +4,8 @@
 //! `use_stale_context` then tries it, to show that a context used after its action settled is a
 //! clear error.
 
+#![deny(unsafe_code)]
+
 use std::sync::Mutex;
 
 use xcsh_plugin_api::{

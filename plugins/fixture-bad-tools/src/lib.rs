@@ -2,6 +2,8 @@
 //! whose root is not an object, one with an unusable name, one whose `Params` is `Value` with
 //! no schema of its own, and one good tool.
 
+#![deny(unsafe_code)]
+
 use xcsh_plugin_api::{
     export_plugin, json, AgentToolResult, CustomTool, CustomToolApi, PluginError, ToolContext,
     ToolSet, Value,

@@ -12,6 +12,8 @@
 //! then `bench_echo_NNN` and `bench_preview_NNN` (`tests/src/bench.rs`,
 //! `idle::distinct_plugins`).
 
+#![deny(unsafe_code)]
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use xcsh_plugin_api::{

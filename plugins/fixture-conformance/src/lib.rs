@@ -14,6 +14,8 @@
 //!   `test_sampling`, `test_audio_content`, `test_embedded_resource`,
 //!   `test_multiple_content_types`: the host services (module `services`).
 
+#![deny(unsafe_code)]
+
 use std::time::Duration;
 
 use xcsh_plugin_api::{

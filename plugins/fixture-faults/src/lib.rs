@@ -1,6 +1,8 @@
 //! Test fixture: tools that fail in every way a plugin can, so tests can prove the host
 //! survives each one and the other tools keep working.
 
+#![deny(unsafe_code)]
+
 use std::time::Duration;
 
 use xcsh_plugin_api::{

@@ -3,6 +3,8 @@
 //! to a journal file in the session's directory, so a test reads back exactly which callback
 //! ran, how often, and in which order. It logs each preview through the host's logger.
 
+#![deny(unsafe_code)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

@@ -3,6 +3,7 @@
 //! must refuse it, naming the file, without loading it.
 
 #![allow(non_local_definitions)]
+#![deny(unsafe_code)]
 
 use abi_stable::{
     declare_root_module_statics, export_root_module,

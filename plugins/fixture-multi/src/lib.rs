@@ -2,6 +2,8 @@
 //! pending action has no `reject`, one that pushes several actions at once, and a hidden tool.
 //! `echo` gives every behaviour hint but `destructive`; the previews keep the defaults.
 
+#![deny(unsafe_code)]
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use xcsh_plugin_api::{

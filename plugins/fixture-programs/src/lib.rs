@@ -7,6 +7,8 @@
 //!   running (what an idle stop must end);
 //! - `read` reads a file from the plugin itself.
 
+#![deny(unsafe_code)]
+
 use std::time::Duration;
 
 use xcsh_plugin_api::{

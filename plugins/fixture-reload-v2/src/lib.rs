@@ -1,6 +1,8 @@
 //! Test fixture: version 2 of `fixture-reload-v1`, the same source built with `VERSION = 2`:
 //! its tools answer "v2", and it has one tool more (`reload_added`).
 
+#![deny(unsafe_code)]
+
 /// Which build of the plugin this is.
 const VERSION: u32 = 2;
 

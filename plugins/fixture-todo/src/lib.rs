@@ -6,6 +6,8 @@
 //! at `shutdown` writes them to `todo-heard.txt` in the session's working directory (no call
 //! follows a shutdown to show them).
 
+#![deny(unsafe_code)]
+
 use std::sync::Mutex;
 
 use xcsh_plugin_api::{

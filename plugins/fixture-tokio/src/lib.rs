@@ -2,6 +2,8 @@
 //! set up by the author. The plugin API provides one. `progress_steps` reports partial
 //! results with `ctx.update` as fast as asked (the progress tests).
 
+#![deny(unsafe_code)]
+
 use std::time::Duration;
 
 use schemars::JsonSchema;

@@ -3,6 +3,8 @@
 //! program (`git branch --merged`), asks the user before a long list, and its pending action's
 //! apply runs `git branch -d` through the context `resolve` hands it.
 
+#![deny(unsafe_code)]
+
 use xcsh_plugin_api::*;
 
 /// Branches never offered for deletion, besides the current one.

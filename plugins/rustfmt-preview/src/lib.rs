@@ -18,6 +18,8 @@
 //! and the commit's last look checks its metadata. A file edited since the preview fails the apply
 //! and is left as the user left it.
 
+#![deny(unsafe_code)]
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
