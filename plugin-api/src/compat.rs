@@ -82,6 +82,11 @@ pub const CAPABILITIES: &[Capability] = &[
         since: "0.7.0",
         description: "a pending action's apply and reject get the host's services of the resolve call that runs them (questions, notifications, programs, cancellation)",
     },
+    Capability {
+        name: "views",
+        since: "0.8.0",
+        description: "a result may say how it looks (AgentToolResult::with_view: a status line, text in theme roles, files, diffs, tables, collapsible sections), drawn by hosts that draw and left out by the others",
+    },
 ];
 
 /// The capabilities a plugin built against `version` has (empty for a version this crate

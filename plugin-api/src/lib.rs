@@ -92,6 +92,7 @@ mod sync;
 pub mod testing;
 mod tool;
 mod ui;
+pub mod view;
 
 /// tokio, as this crate builds it (cargo feature `tokio`): timers, `fs`, processes, `sync`,
 /// `io-util` and the macros, without a direct dependency. Plugin code may use it inside

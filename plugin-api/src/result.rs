@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ffi::{details_from_json, FfiContent, FfiContentKind, FfiToolResult, KnownContentKind};
+use crate::view::View;
 
 /// One block of a tool result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +106,10 @@ pub struct AgentToolResult {
     /// Structured details for the runtime (not shown to the model as text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+    /// How the result looks, for hosts that draw it (since 0.8; see [`crate::view`]). Never
+    /// shown to the model: the content says what the model reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<View>,
 }
 
 impl AgentToolResult {
@@ -113,6 +118,7 @@ impl AgentToolResult {
         Self {
             content: vec![Content::Text { text: text.into() }],
             details: None,
+            view: None,
         }
     }
 
@@ -120,6 +126,13 @@ impl AgentToolResult {
     #[must_use]
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = Some(details);
+        self
+    }
+
+    /// The same result with `view` set: how hosts that draw draw it (see [`crate::view`]).
+    #[must_use]
+    pub fn with_view(mut self, view: View) -> Self {
+        self.view = Some(view);
         self
     }
 
@@ -140,6 +153,7 @@ impl AgentToolResult {
     /// let result = AgentToolResult {
     ///     content: vec![Content::Audio { data: "UklGRg==".into(), mime_type: "audio/wav".into() }],
     ///     details: None,
+    ///     view: None,
     /// };
     /// assert_eq!(result.with_placeholders().joined_text(), "[audio audio/wav, 4 bytes]");
     /// ```
@@ -195,6 +209,11 @@ impl From<AgentToolResult> for FfiToolResult {
                     .into(),
                 },
             })
+            .chain(result.view.map(|view| FfiContent {
+                kind: FfiContentKind::VIEW,
+                text: view.to_json().to_string().into(),
+                mime_type: RString::new(),
+            }))
             .collect();
         let details_json = match result.details {
             Some(details) => ROption::RSome(RString::from(details.to_string())),
@@ -223,10 +242,10 @@ impl From<&str> for AgentToolResult {
 
 impl From<FfiToolResult> for AgentToolResult {
     fn from(result: FfiToolResult) -> Self {
-        let content = result
-            .content
-            .into_iter()
-            .map(|block| match block.kind.known() {
+        let mut view = None;
+        let mut content = Vec::with_capacity(result.content.len());
+        for block in result.content {
+            let block = match block.kind.known() {
                 Some(KnownContentKind::Text) => Content::Text {
                     text: block.text.into_string(),
                 },
@@ -239,6 +258,12 @@ impl From<FfiToolResult> for AgentToolResult {
                     mime_type: block.mime_type.into_string(),
                 },
                 Some(KnownContentKind::Resource) => resource_from_ffi(&block),
+                // Not content: the result's view. One that is not a view is left out (the
+                // text says what the result is; a view that cannot be read is never an error).
+                Some(KnownContentKind::View) => {
+                    view = block.text.as_str().parse::<View>().ok().or(view);
+                    continue;
+                }
                 // A kind from a newer library: reported, never misread as text or image.
                 None => Content::Text {
                     text: format!(
@@ -246,11 +271,13 @@ impl From<FfiToolResult> for AgentToolResult {
                         block.kind.0
                     ),
                 },
-            })
-            .collect();
+            };
+            content.push(block);
+        }
         AgentToolResult {
             content,
             details: details_from_json(result.details_json),
+            view,
         }
     }
 }
@@ -306,9 +333,28 @@ mod tests {
                 },
             ],
             details: Some(serde_json::json!({"n": 1})),
+            view: Some(
+                crate::view::View::status(crate::view::State::Success, "t")
+                    .block(crate::view::Block::files(["a.rs"])),
+            ),
         };
-        let back = AgentToolResult::from(FfiToolResult::from(original.clone()));
+        let ffi = FfiToolResult::from(original.clone());
+        assert_eq!(ffi.content.len(), 5, "the view crosses as one more block");
+        assert_eq!(ffi.content[4].kind, FfiContentKind::VIEW);
+        let back = AgentToolResult::from(ffi);
         assert_eq!(back, original);
+    }
+
+    #[test]
+    fn a_view_block_that_is_not_a_view_is_left_out_and_the_text_stays() {
+        let mut ffi = FfiToolResult::from(AgentToolResult::text("the text"));
+        ffi.content.push(FfiContent {
+            kind: FfiContentKind::VIEW,
+            text: "{not json".into(),
+            mime_type: RString::new(),
+        });
+        let back = AgentToolResult::from(ffi);
+        assert_eq!(back, AgentToolResult::text("the text"));
     }
 
     #[test]
@@ -326,6 +372,7 @@ mod tests {
                 Content::Text { text: "two".into() },
             ],
             details: None,
+            view: None,
         };
         assert_eq!(result.joined_text(), "one\ntwo");
     }

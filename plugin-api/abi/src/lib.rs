@@ -111,6 +111,11 @@ impl FfiContentKind {
     /// `{"uri": .., "text": ..}` or `{"uri": .., "blob": <base64>}`, `mime_type` its type
     /// (empty when unknown).
     pub const RESOURCE: Self = Self(3);
+    /// How the result looks (since ABI 1.5): `text` holds a view's JSON (`xcsh_plugin_api::view`).
+    /// Not content for the model: a host that knows it takes it out of the content (to draw it);
+    /// a host that does not (older than ABI 1.5) never gets one, since it refuses the plugins
+    /// that send it.
+    pub const VIEW: Self = Self(4);
 
     /// The kind, if this build knows it.
     pub fn known(self) -> Option<KnownContentKind> {
@@ -119,6 +124,7 @@ impl FfiContentKind {
             Self::IMAGE => Some(KnownContentKind::Image),
             Self::AUDIO => Some(KnownContentKind::Audio),
             Self::RESOURCE => Some(KnownContentKind::Resource),
+            Self::VIEW => Some(KnownContentKind::View),
             _ => None,
         }
     }
@@ -135,6 +141,8 @@ pub enum KnownContentKind {
     Audio,
     /// An embedded resource.
     Resource,
+    /// How the result looks.
+    View,
 }
 
 /// One content block of an [`FfiToolResult`]; a frozen value type.

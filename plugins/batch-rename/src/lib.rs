@@ -10,6 +10,7 @@
 
 use std::path::PathBuf;
 
+use xcsh_plugin_api::view::{Block, Role, State, View};
 use xcsh_plugin_api::*;
 
 tool_params! {
@@ -122,6 +123,7 @@ impl CustomTool for BatchRenamePreview {
         for rename in &renames {
             text.push_str(&format!("\n{} -> {}", rename.from, rename.to));
         }
+        let view = plan_view(&params, &renames);
         let renames = std::sync::Arc::new(renames);
         ctx.push_pending_action(
             // Retryable: `apply_plan` checks the whole plan before renaming anything, so after
@@ -142,8 +144,35 @@ impl CustomTool for BatchRenamePreview {
             })
             .with_source_tool_name("batch_rename_preview"),
         )?;
-        Ok(AgentToolResult::text(text))
+        Ok(AgentToolResult::text(text).with_view(view))
     }
+}
+
+/// How many renames the preview shows before it is expanded.
+const SHOWN_COLLAPSED: usize = 5;
+
+/// How the preview looks where a host draws it: the plan as a table of old and new names, the
+/// first few until the user expands it.
+fn plan_view(params: &Params, renames: &[Rename]) -> View {
+    let row = |r: &Rename| vec![r.from.clone(), r.to.clone()];
+    let table = |rows: &[Rename]| Block::Table {
+        columns: vec!["from".to_owned(), "to".to_owned()],
+        rows: rows.iter().map(row).collect(),
+        omitted: 0,
+    };
+    let shown = &renames[..renames.len().min(SHOWN_COLLAPSED)];
+    let mut collapsed = vec![table(shown)];
+    if renames.len() > shown.len() {
+        collapsed.push(Block::line(
+            format!("… {} more renames", renames.len() - shown.len()),
+            Role::Muted,
+        ));
+    }
+    View::status(State::Pending, "Batch Rename")
+        .description(format!("{} → {}", params.find, params.replace))
+        .badge("proposed", Role::Warning)
+        .meta(format!("{} files", renames.len()))
+        .block(Block::section(collapsed, [table(renames)]))
 }
 
 export_plugin!(tools: [BatchRenamePreview]);
@@ -181,6 +210,26 @@ mod tests {
         assert_eq!(
             outcome.text(),
             "Prepared rename plan for 2 files\na1.txt -> b1.txt\na2.txt -> b2.txt"
+        );
+        let view = outcome.result().view.clone().expect("the preview's view");
+        let status = view.status.as_ref().unwrap();
+        assert_eq!(
+            (status.title.as_str(), status.meta.as_slice()),
+            ("Batch Rename", ["2 files".to_owned()].as_slice())
+        );
+        let Block::Section { expanded, .. } = &view.blocks[0] else {
+            panic!("{view:?}")
+        };
+        assert_eq!(
+            expanded[0],
+            Block::Table {
+                columns: vec!["from".into(), "to".into()],
+                rows: vec![
+                    vec!["a1.txt".into(), "b1.txt".into()],
+                    vec!["a2.txt".into(), "b2.txt".into()]
+                ],
+                omitted: 0,
+            }
         );
         let pending = test.pending();
         assert_eq!(pending[0].label, "Batch rename: 2 files");

@@ -150,6 +150,7 @@ impl CustomTool for ImageContent {
                 mime_type: "image/png".to_owned(),
             }],
             details: None,
+            view: None,
         })
     }
 }

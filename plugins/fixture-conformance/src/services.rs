@@ -335,6 +335,7 @@ macro_rules! content_tool {
                 Ok(AgentToolResult {
                     content: $blocks,
                     details: None,
+                    view: None,
                 })
             }
         }

@@ -118,6 +118,8 @@ pub(crate) async fn run_resolve(
                     }],
                 },
                 details: None,
+                // The resolve block is drawn as the contract says, from its text.
+                view: None,
             }),
         },
     };
