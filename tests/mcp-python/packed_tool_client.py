@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A packed native tool served over MCP, as an MCP client starts it: `npx -y PACKAGE` from a
 registry, or a `.mcpb` bundle's server as its manifest says. Seen by the official MCP Python
-SDK (1.x `ClientSession`): the tool list, a call that previews a rename, and `resolve` applying
-it. tests/tests/install_hosts.rs runs it.
+SDK (1.x `ClientSession`): the tool list, a call that previews a rename (its text, and how it
+looks under `_meta["xcsh/view"]`), and `resolve` applying it. tests/tests/install_hosts.rs runs
+it.
 
   packed_tool_client.py WORKDIR COMMAND [ARG...]
 
@@ -47,6 +48,19 @@ async def main():
                 print("preview:", text_of(preview).splitlines()[0])
                 if preview.isError or (workdir / "notes-final.md").exists():
                     raise SystemExit(f"the preview failed or renamed already: {text_of(preview)}")
+                view = (preview.meta or {}).get("xcsh/view") or {}
+                status = view.get("status") or {}
+                rows = [
+                    row
+                    for block in view.get("blocks", [])
+                    if block.get("type") == "section"
+                    for inner in block.get("expanded", [])
+                    if inner.get("type") == "table"
+                    for row in inner.get("rows", [])
+                ]
+                print("view:", status.get("title"), status.get("meta"), rows)
+                if status.get("title") != "Batch Rename" or rows != [["notes-draft.md", "notes-final.md"]]:
+                    raise SystemExit(f"unexpected view {view}")
                 applied = await asyncio.wait_for(
                     session.call_tool("resolve", {"action": "apply", "reason": "from the MCP client"}),
                     TIMEOUT,

@@ -147,6 +147,18 @@ async fn an_mcp_client_previews_resolves_and_survives_faults() {
         preview_meta["xcsh/pendingDetails"],
         json!([{"label": "Batch rename: 2 files", "sourceToolName": "batch_rename_preview"}])
     );
+    // How it looks, for a client that draws (issue 55): the view beside the text, never in it.
+    let view = &preview_meta["xcsh/view"];
+    assert_eq!(view["status"]["title"], json!("Batch Rename"));
+    assert_eq!(
+        view["status"]["badge"],
+        json!({"label": "proposed", "role": "warning"})
+    );
+    assert_eq!(
+        view["blocks"][0]["expanded"][0],
+        json!({"type": "table", "columns": ["from", "to"],
+               "rows": [["a1.txt", "b1.txt"], ["a2.txt", "b2.txt"]]})
+    );
     assert_eq!(listing(dir.path()), ["a1.txt", "a2.txt"]);
 
     // resolve apply: the files are renamed, nothing is pending any more.

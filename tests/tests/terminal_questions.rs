@@ -2,7 +2,8 @@
 //! pseudo-terminal (a `tmux` session), the sample plugin asking before it plans 21 renames.
 //! Answered no: nothing planned, exit 0; `Ctrl-C` on the open question: the call is cancelled
 //! and the command exits 130, nothing planned or renamed; `--no-input`: nothing is asked; a
-//! form, field by field, with its choices shown by their titles.
+//! form, field by field, with its choices shown by their titles; a preview's view drawn, in
+//! colour and under `NO_COLOR`.
 //! Skipped (with a note) where `tmux` is not installed; `.ci/run` installs it.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
@@ -125,6 +126,17 @@ fn setup(extra: &str) -> (tempfile::TempDir, String) {
     (dir, line)
 }
 
+/// The preview of 21 renames as a terminal shows it: drawn from its view (issue 55), the plan's
+/// table expanded, not its text (which a pipe gets).
+fn drawn_plan_of_21(screen: &str) {
+    assert!(
+        screen.contains("○ Batch Rename  a → b  [proposed]  · 21 files"),
+        "{screen}"
+    );
+    assert!(screen.contains("  a20.txt  b20.txt"), "{screen}");
+    assert!(!screen.contains("Prepared rename plan"), "{screen}");
+}
+
 fn session_name(test: &str) -> String {
     format!("xcsh-{test}-{}", std::process::id())
 }
@@ -181,10 +193,7 @@ fn no_input_asks_nothing_and_plans_as_always() {
     let (dir, line) = setup("--no-input");
     let pty = Pty::start(&session_name("no-input"), &line).unwrap();
     let screen = pty.wait_for("EXIT=");
-    assert!(
-        screen.contains("Prepared rename plan for 21 files"),
-        "{screen}"
-    );
+    drawn_plan_of_21(&screen);
     assert!(!screen.contains("Plan renaming"), "{screen}");
     assert!(screen.contains("EXIT=0"), "{screen}");
     untouched(dir.path());
@@ -200,10 +209,7 @@ fn no_input_on_a_terminal_does_not_prompt_for_a_decision_either() {
     let line = line.replace(" --discard;", ";");
     let pty = Pty::start(&session_name("no-input-decision"), &line).unwrap();
     let screen = pty.wait_for("EXIT=");
-    assert!(
-        screen.contains("Prepared rename plan for 21 files"),
-        "{screen}"
-    );
+    drawn_plan_of_21(&screen);
     assert!(!screen.contains("[a]pply / [d]iscard"), "{screen}");
     assert!(
         screen.contains("no decision given (non-interactive); nothing applied"),
@@ -255,4 +261,55 @@ fn a_form_is_asked_field_by_field_with_its_choices_titles() {
         "{screen}"
     );
     assert!(screen.contains("EXIT=0"), "{screen}");
+}
+
+/// A preview's view on a real terminal (issue 55): drawn in the theme's colours, and the same
+/// lines without any escape sequence under `NO_COLOR`; a pipe gets the text (`cli.rs`).
+#[test]
+fn a_preview_s_view_is_drawn_in_colour_and_plain_under_no_color() {
+    if !tmux_available() {
+        return;
+    }
+    for (name, no_color) in [("view-colour", false), ("view-no-color", true)] {
+        let (dir, line) = setup("--no-input");
+        let line = if no_color {
+            line
+        } else {
+            line.replacen("NO_COLOR=1 ", "", 1)
+        };
+        let pty = Pty::start(&session_name(name), &line).unwrap();
+        pty.wait_for("EXIT=");
+        let out = Command::new("tmux")
+            .args([
+                "capture-pane",
+                "-p",
+                "-e",
+                "-J",
+                "-S",
+                "-100",
+                "-t",
+                &pty.name,
+            ])
+            .output()
+            .unwrap();
+        let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+        let status = screen
+            .lines()
+            .find(|line| line.contains("Batch Rename"))
+            .unwrap_or_else(|| panic!("{screen}"));
+        if no_color {
+            assert_eq!(
+                status.trim_end(),
+                "○ Batch Rename  a → b  [proposed]  · 21 files",
+                "{screen}"
+            );
+            assert!(!screen.contains('\x1b'), "{screen:?}");
+        } else {
+            // The badge in the warning role (yellow), the title bold, the meta muted.
+            assert!(status.contains("\x1b[33m[proposed]"), "{status:?}");
+            assert!(status.contains("\x1b[1mBatch Rename"), "{status:?}");
+            assert!(status.contains("\x1b[2m· 21 files"), "{status:?}");
+        }
+        untouched(dir.path());
+    }
 }

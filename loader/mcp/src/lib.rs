@@ -8,7 +8,8 @@
 //! tools. Every result carries `xcsh/pending` in `_meta` (0 when nothing is pending); while
 //! something is pending, it ends with the resolve reminder ([`RESOLVE_REMINDER`]) and carries
 //! `xcsh/toolChoice` and `xcsh/pendingDetails` (each pending action's label, source and
-//! `details`, newest first) too. The result's own `details` go in `xcsh/details`. A
+//! `details`, newest first) too. The result's own `details` go in `xcsh/details`, its view (how
+//! it looks, for a client that draws) in `xcsh/view`. A
 //! `notifications/cancelled` for a running call cancels it in the session. One server is one
 //! session: one store.
 //!
@@ -126,6 +127,10 @@ pub const META_PENDING: &str = "xcsh/pending";
 pub const META_TOOL_CHOICE: &str = "xcsh/toolChoice";
 /// `_meta` key: the result's structured `details`.
 pub const META_DETAILS: &str = "xcsh/details";
+/// `_meta` key: how the result looks (the JSON of `xcsh_plugin_api::view::View`, as the session
+/// bounded it), when the tool gave a view; the text content says the same for clients that do
+/// not draw it.
+pub const META_VIEW: &str = "xcsh/view";
 /// `_meta` key, while something is pending: every pending action newest first (`[0]` is what
 /// the next `resolve` takes), each `{"label", "sourceToolName", "details"}`, `details` left
 /// out when the action has none. One entry per action, so it lines up with `xcsh/pending` and
@@ -586,6 +591,9 @@ impl McpServer {
         }
         if let Some(details) = outcome.result.details {
             meta.insert(META_DETAILS.to_owned(), details);
+        }
+        if let Some(view) = &outcome.result.view {
+            meta.insert(META_VIEW.to_owned(), view.to_json());
         }
         let mut result = if outcome.is_error {
             CallToolResult::error(content)

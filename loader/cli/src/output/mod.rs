@@ -8,6 +8,7 @@
 //! the exit code is the command's own.
 
 mod text;
+mod view;
 
 use std::io::{self, IsTerminal, Write};
 
@@ -93,6 +94,9 @@ pub struct Streams<'a> {
     pub out: &'a mut dyn Write,
     pub err: &'a mut dyn Write,
     pub style: RenderStyle,
+    /// Whether a result's view is drawn instead of its text: stdout is a terminal (colour or
+    /// not). A pipe keeps the text.
+    pub draws_views: bool,
 }
 
 /// The process's stdout and stderr, and whether reports are shown as text or JSON.
@@ -135,6 +139,7 @@ impl Output {
             out: &mut self.stdout,
             err: &mut self.stderr,
             style,
+            draws_views: io::stdout().is_terminal(),
         })?;
         self.flush()
     }

@@ -272,8 +272,13 @@ impl Text for LoadWarnings {
 }
 
 /// A tool's outcome: its text on stdout (audio and resources as a line naming each), or
-/// `error: ...` on stderr.
+/// `error: ...` on stderr. On a terminal, a result with a view is drawn from the view instead
+/// (`super::view`); a pipe gets the text.
 fn write_outcome(outcome: &Outcome, to: &mut Streams<'_>) -> io::Result<()> {
+    if let (Some(view), false, true) = (&outcome.0.result.view, outcome.0.is_error, to.draws_views)
+    {
+        return writeln!(to.out, "{}", super::view::draw(view, to.style));
+    }
     let shown = outcome.0.result.clone().with_placeholders();
     let text = sanitize_block(&shown.joined_text());
     if outcome.0.is_error {
@@ -352,6 +357,7 @@ mod tests {
         let mut streams = Streams {
             out: &mut out,
             err: &mut err,
+            draws_views: false,
             style: RenderStyle {
                 width: 80,
                 color: false,

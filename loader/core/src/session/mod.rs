@@ -33,7 +33,9 @@ use crate::resolve::steering::{
 };
 use crate::resolve::{resolve_spec, run_resolve, ResolveArgs, RESOLVE_TOOL_NAME};
 use crate::store::{PendingActionSink, PendingActionStore, PushSubscription};
-use crate::tool::{bounded, ActionContext, CallContext, Tool, ToolSpec};
+use crate::tool::{
+    bounded, drawable, drawable_updates, ActionContext, CallContext, Tool, ToolSpec,
+};
 use xcsh_plugin_api::__private::lock;
 
 pub use crate::tool::{CallOptions, ToolOutcome};
@@ -393,7 +395,10 @@ impl Session {
             cwd: self.cwd.clone(),
             store: self.sink.clone(),
             cancel: options.cancel.clone(),
-            updates: options.updates.clone(),
+            updates: options
+                .updates
+                .clone()
+                .map(|updates| drawable_updates(updates, self.cwd.clone())),
             services: self
                 .services
                 .for_call_with(options.services.clone(), options.cancel.clone()),
@@ -407,7 +412,7 @@ impl Session {
             options.cancel.cancel();
         }
         match outcome {
-            Ok(Ok(result)) => ToolOutcome::success(result),
+            Ok(Ok(result)) => ToolOutcome::success(drawable(result, &self.cwd)),
             Ok(Err(error)) => ToolOutcome::error(error.message()),
             Err(interrupted) => {
                 let message = format!("Tool \"{name}\" {interrupted}");

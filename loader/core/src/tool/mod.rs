@@ -13,7 +13,7 @@ pub(crate) use outcome::{bounded, Interrupted};
 /// plugin process is killed (or, in-process, before the call is reported abandoned).
 pub const GRACE_PERIOD: std::time::Duration = std::time::Duration::from_millis(750);
 pub use crate::cancel::CancelToken;
-pub use outcome::{CallOptions, ToolOutcome};
+pub use outcome::{drawable, drawable_updates, CallOptions, ToolOutcome};
 pub use progress::{PacedUpdates, ProgressThrottle, PROGRESS_INTERVAL};
 
 use std::path::PathBuf;

@@ -111,3 +111,65 @@ impl std::fmt::Debug for CallOptions {
             .finish_non_exhaustive()
     }
 }
+
+/// `result` with its view as every host may draw it: cleaned and bounded
+/// ([`View::bounded`](xcsh_plugin_api::view::View::bounded)), and left out when it names a path
+/// outside the session's directory `cwd` (the text still says what the result is). Done once
+/// here, for every host (MCP, the command line, the Node binding), on results and partial
+/// results alike.
+pub fn drawable(mut result: AgentToolResult, cwd: &std::path::Path) -> AgentToolResult {
+    result.view = result
+        .view
+        .take()
+        .map(|view| view.bounded())
+        .filter(|view| match view.check_paths(cwd) {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::warn!("a tool's view is not drawn: {error}");
+                false
+            }
+        });
+    result
+}
+
+/// `updates` passing each partial result on [`drawable`].
+pub fn drawable_updates(updates: UpdateSink, cwd: std::path::PathBuf) -> UpdateSink {
+    std::sync::Arc::new(move |partial| updates(drawable(partial, &cwd)))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+mod tests {
+    use super::*;
+    use xcsh_plugin_api::view::{Block, DiffLine, Role, State, View};
+
+    #[test]
+    fn a_view_is_bounded_once_for_every_host_and_left_out_when_it_leaves_the_session() {
+        let cwd = std::path::Path::new("/work/project");
+        let long = (0..xcsh_plugin_api::view::MAX_DIFF_LINES + 1).map(|_| DiffLine::added("x"));
+        let view = View::status(State::Success, "t\u{1b}[2J")
+            .block(Block::diff("src/a.rs", long))
+            .block(Block::line("fine", Role::Muted));
+        let drawn = drawable(AgentToolResult::text("t").with_view(view), cwd);
+        let view = drawn.view.unwrap();
+        assert_eq!(view.status.unwrap().title, "t");
+        let Block::Diff { omitted, .. } = &view.blocks[0] else {
+            panic!()
+        };
+        assert_eq!(*omitted, 1);
+
+        let outside = View::default().block(Block::files(["../../etc/passwd"]));
+        let drawn = drawable(AgentToolResult::text("t").with_view(outside), cwd);
+        assert_eq!(drawn.view, None);
+        assert_eq!(drawn.joined_text(), "t", "the text stays");
+
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink: UpdateSink = {
+            let seen = std::sync::Arc::clone(&seen);
+            std::sync::Arc::new(move |partial: AgentToolResult| seen.lock().unwrap().push(partial))
+        };
+        let partial = View::default().block(Block::files(["/elsewhere/x"]));
+        drawable_updates(sink, cwd.to_path_buf())(AgentToolResult::text("p").with_view(partial));
+        assert_eq!(seen.lock().unwrap()[0].view, None, "partial results too");
+    }
+}
