@@ -28,6 +28,7 @@ use std::sync::{Arc, LazyLock, OnceLock};
 
 use serde_json::Value;
 use xcsh_plugin_api::__private::PluginFactory;
+use xcsh_plugin_api::view::View;
 use xcsh_plugin_api::{
     AgentToolResult, CustomTool, CustomToolApi, CustomToolPendingAction, PluginError, ToolContext,
     ToolSet, STORE_UNAVAILABLE,
@@ -119,6 +120,7 @@ impl CancelToken {
 /// The preview of one call and, when it has replacements, the plan its `apply` writes.
 struct Previewed {
     text: String,
+    view: View,
     details: Value,
     label: String,
     plan: Plan,
@@ -180,8 +182,10 @@ fn run_preview(cwd: &Path, checked: Checked, cancel: &CancelToken) -> Result<Pre
         scope: found.entries.join(", "),
     };
     let (text, details, label) = (summary.text(), summary.details(), summary.label());
+    let view = summary.view(preview::describe_ops(&checked.ops));
     Ok(Previewed {
         text,
+        view,
         details,
         label,
         plan: Plan {
@@ -332,12 +336,15 @@ impl CustomTool for AstEditTool {
             guarded(|| run_preview(&cwd, checked, &cancel)).map_err(PluginError::new)?;
         let Previewed {
             text,
+            view,
             details,
             label,
             plan,
         } = previewed;
         if plan.files.is_empty() {
-            return Ok(AgentToolResult::text(text).with_details(details));
+            return Ok(AgentToolResult::text(text)
+                .with_details(details)
+                .with_view(view));
         }
         let actions = if per_file && plan.files.len() > 1 {
             per_file_actions(plan)
@@ -354,7 +361,9 @@ impl CustomTool for AstEditTool {
                 Err(error) => return Err(error),
             }
         }
-        Ok(AgentToolResult::text(text).with_details(details))
+        Ok(AgentToolResult::text(text)
+            .with_details(details)
+            .with_view(view))
     }
 }
 

@@ -5,6 +5,7 @@
 //! Paths are relative to the search base.
 
 use serde_json::{json, Value};
+use xcsh_plugin_api::view::{Block, DiffLine, FileEntry, Role, State, View};
 
 use crate::search::FileEdits;
 
@@ -16,6 +17,8 @@ pub const NO_REPLACEMENTS: &str = "No replacements made";
 pub const MAX_ISSUES: usize = 20;
 /// Before/after texts are cut to this many characters.
 const MAX_SNIPPET: usize = 200;
+/// Files whose diffs the view shows before it is expanded.
+const COLLAPSED_FILES: usize = 3;
 
 /// A file of the preview: its displayed path and its replacements.
 pub struct Shown<'a> {
@@ -134,6 +137,102 @@ impl Summary<'_> {
             details["parseErrors"] = json!(self.issues);
         }
         details
+    }
+}
+
+impl Summary<'_> {
+    /// How the preview looks where a host draws it, as the runtime's own `ast_edit` draws its
+    /// preview: a status line (the pattern when there is one rewrite, counts, scope, files
+    /// searched, "proposed"), then collapsed the files with their counts and the first files'
+    /// changes, expanded every file's changes; the limit note and the parse issues last.
+    /// `description` describes the rewrites (the pattern of a single one).
+    pub fn view(&self, description: Option<String>) -> View {
+        let total = self.total();
+        let state = if total == 0 || self.limit_reached {
+            State::Warning
+        } else {
+            State::Success
+        };
+        let mut view = View::status(state, "AST Edit");
+        if let Some(description) = description {
+            view = view.description(description);
+        }
+        if total > 0 {
+            view = view
+                .badge("proposed", Role::Warning)
+                .meta(count(total, "replacement"))
+                .meta(count(self.files.len(), "file"));
+        } else {
+            view = view.meta("0 replacements");
+        }
+        view = view
+            .meta(format!("in {}", self.scope))
+            .meta(format!("searched {}", self.files_searched));
+        if total > 0 {
+            let files = Block::Files {
+                files: self
+                    .files
+                    .iter()
+                    .map(|file| FileEntry {
+                        path: file.display.to_owned(),
+                        note: Some(count(file.edits.replacements.len(), "replacement")),
+                    })
+                    .collect(),
+            };
+            let diffs: Vec<Block> = self.files.iter().map(file_diff).collect();
+            let mut collapsed = vec![files];
+            collapsed.extend(diffs.iter().take(COLLAPSED_FILES).cloned());
+            if diffs.len() > COLLAPSED_FILES {
+                let more = diffs.len() - COLLAPSED_FILES;
+                let noun = if more == 1 { "file" } else { "files" };
+                collapsed.push(Block::line(format!("… {more} more {noun}"), Role::Muted));
+            }
+            view = view.block(Block::section(collapsed, diffs));
+        }
+        if self.limit_reached {
+            view = view.block(Block::line("limit reached; narrow path", Role::Warning));
+        }
+        if !self.issues.is_empty() {
+            view = view.block(Block::line(
+                format!("{}:", count(self.issues.len(), "parse issue")),
+                Role::Warning,
+            ));
+            let listed: Vec<String> = self
+                .issues
+                .iter()
+                .take(MAX_ISSUES)
+                .map(|issue| format!("- {issue}"))
+                .collect();
+            view = view.block(Block::line(listed.join("\n"), Role::Muted));
+        }
+        view
+    }
+}
+
+/// One file's replacements as a diff: each as the old text removed and the new added, at its
+/// line and column.
+fn file_diff(file: &Shown<'_>) -> Block {
+    Block::diff(
+        file.display,
+        file.edits.replacements.iter().flat_map(|r| {
+            [
+                DiffLine::removed(format!("{}:{} {}", r.line, r.column, snippet(&r.before))),
+                DiffLine::added(format!("{}:{} {}", r.line, r.column, snippet(&r.text))),
+            ]
+        }),
+    )
+}
+
+/// The description of `ops` on the status line: the pattern of a single rewrite, its
+/// whitespace runs collapsed (a multi-line pattern stays one line), or how many there are.
+pub fn describe_ops(ops: &[(String, String)]) -> Option<String> {
+    match ops {
+        [] => None,
+        [(pattern, _)] => {
+            let collapsed = pattern.split_whitespace().collect::<Vec<_>>().join(" ");
+            (!collapsed.is_empty()).then_some(collapsed)
+        }
+        many => Some(format!("{} rewrites", many.len())),
     }
 }
 

@@ -126,3 +126,79 @@ async fn per_file_pushes_one_action_per_file_resolved_in_path_order() {
     assert_eq!(read(dir.path(), "sub/c.rs"), "fn c() { foo(4); }\n");
     assert!(!s.has_pending());
 }
+
+/// How the preview looks where a host draws it (issue 55): as the runtime's own `ast_edit`,
+/// the pattern and counts on the status line, "proposed"; collapsed, the files with their
+/// counts and the first files' changes; expanded, every file's changes. Nothing matched: a
+/// warning with the count 0 and no body.
+#[tokio::test]
+async fn the_preview_s_view_shows_files_counts_and_changes_collapsed_and_expanded() {
+    use xcsh_plugin_api::view::{Block, DiffLine, FileEntry, Role, State};
+    let dir = tree(&[
+        ("src/a.rs", "fn a() { foo(1); }\n"),
+        ("src/b.rs", "fn b() { foo(2); foo(3); }\n"),
+        ("c.rs", "fn c() { foo(4); }\n"),
+        ("d.rs", "fn d() { foo(5); }\n"),
+    ]);
+    let s = session(dir.path());
+    let preview = edit(
+        &s,
+        json!({"ops": [{"pat": "foo(  $A )", "out": "bar($A)"}]}),
+    )
+    .await;
+    ok_text(&preview);
+    let view = preview.result.view.clone().expect("a view");
+    let status = view.status.clone().unwrap();
+    assert_eq!(status.state, State::Success);
+    assert_eq!(status.title, "AST Edit");
+    assert_eq!(status.description.as_deref(), Some("foo( $A )"));
+    assert_eq!(status.badge.unwrap().label, "proposed");
+    assert_eq!(
+        status.meta,
+        ["5 replacements", "4 files", "in .", "searched 4"]
+    );
+    let Block::Section {
+        collapsed,
+        expanded,
+    } = &view.blocks[0]
+    else {
+        panic!("{view:?}")
+    };
+    let Block::Files { files } = &collapsed[0] else {
+        panic!("{collapsed:?}")
+    };
+    assert_eq!(
+        files[1],
+        FileEntry {
+            path: "d.rs".into(),
+            note: Some("1 replacement".into())
+        }
+    );
+    assert_eq!(files.len(), 4);
+    assert_eq!(
+        collapsed.len(),
+        1 + 3 + 1,
+        "the files, three diffs, the rest counted"
+    );
+    assert_eq!(collapsed[4], Block::line("… 1 more file", Role::Muted));
+    assert_eq!(expanded.len(), 4);
+    assert_eq!(
+        expanded[3],
+        Block::diff(
+            "src/b.rs",
+            [
+                DiffLine::removed("1:10 foo(2)"),
+                DiffLine::added("1:10 bar(2)"),
+                DiffLine::removed("1:18 foo(3)"),
+                DiffLine::added("1:18 bar(3)"),
+            ]
+        )
+    );
+
+    let nothing = edit(&s, json!({"ops": [{"pat": "nope($A)", "out": "x"}]})).await;
+    let view = nothing.result.view.clone().expect("a view");
+    let status = view.status.unwrap();
+    assert_eq!(status.state, State::Warning);
+    assert_eq!(status.meta, ["0 replacements", "in .", "searched 4"]);
+    assert!(view.blocks.is_empty());
+}
