@@ -176,6 +176,31 @@ fn new_scaffolds_a_plugin_that_builds_and_passes_check() {
     );
     assert!(call.status.success(), "{}", stderr(&call));
     assert!(String::from_utf8_lossy(&call.stdout).contains("Hello, tests!"));
+    // The scaffold's preview says how it looks (issue 55): its view, as the session passed it
+    // on (bounded, paths checked), in the call's JSON.
+    let json_call = cli(
+        &[
+            "--no-default-dirs",
+            "--plugin",
+            lib.to_str().unwrap(),
+            "call",
+            "--json",
+            "--discard",
+            "hello_tool",
+            r#"{"name":"tests"}"#,
+        ],
+        dir.path(),
+    );
+    assert!(json_call.status.success(), "{}", stderr(&json_call));
+    let report: serde_json::Value = serde_json::from_slice(&json_call.stdout).unwrap();
+    let view = &report["result"]["view"];
+    assert_eq!(view["status"]["title"], "Greet", "{report}");
+    assert_eq!(
+        view["blocks"][0],
+        serde_json::json!({"type": "diff", "path": "greeting.txt",
+                           "lines": [{"kind": "added", "text": "Hello, tests!"}]}),
+        "{report}"
+    );
     // The issue's row: an extra argument is an error, not silently dropped.
     let extra = cli(
         &[

@@ -451,7 +451,12 @@ pub async fn greet(
         }})
         .with_source_tool_name("{ident}"),
     )?;
-    Ok(AgentToolResult::text(text))
+    // How the preview looks where a host draws it (a terminal, xcsh, an MCP client that
+    // draws): the file it would write. The text is what the model reads.
+    let view = view::View::status(view::State::Pending, "Greet")
+        .badge("proposed", view::Role::Warning)
+        .block(view::Block::diff("greeting.txt", [view::DiffLine::added(text.clone())]));
+    Ok(AgentToolResult::text(text).with_view(view))
 }}
 
 /// The tool's logic, kept plain so it is easy to test.
@@ -481,6 +486,8 @@ mod tests {{
         let test = PluginTest::new(tools![Greet]);
         let outcome = test.call("{ident}", json!({{"name": "world"}})).await?;
         assert_eq!(outcome.text(), "Hello, world!");
+        let view = outcome.result().view.clone().ok_or("no view")?;
+        assert_eq!(view.status.map(|status| status.title).as_deref(), Some("Greet"));
         assert_eq!(test.pending()[0].label, "Greet: save greeting.txt");
         assert!(!test.working_dir().join("greeting.txt").exists());
 

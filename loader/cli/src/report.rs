@@ -368,7 +368,7 @@ pub struct CallPreview<'a> {
     pub hint: Option<String>,
 }
 
-/// A tool's outcome, serialised as `{"isError", "result": {content, details}}`.
+/// A tool's outcome, serialised as `{"isError", "result": {content, details, view}}`.
 #[derive(Debug, Clone)]
 pub struct Outcome(pub ToolOutcome);
 
