@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use xcsh_plugin_api::files::{CommitError, FileChanges};
+use xcsh_plugin_api::view::{self, Block, DiffLine, Role, State, View};
 use xcsh_plugin_api::*;
 
 tool_params! {
@@ -128,22 +129,72 @@ async fn rustfmt(ctx: &ToolContext, path: &str, source: &[u8]) -> Result<Vec<u8>
 /// spans every changed line, and how many lines it replaces by how many.
 fn summary(old: &[u8], new: &[u8]) -> String {
     let (old, new) = (String::from_utf8_lossy(old), String::from_utf8_lossy(new));
-    let (a, b): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
-    let same = |(x, y): &(&&str, &&str)| x == y;
-    let prefix = a.iter().zip(&b).take_while(same).count();
-    let (a_rest, b_rest) = (&a[prefix..], &b[prefix..]);
-    let suffix = a_rest
-        .iter()
-        .rev()
-        .zip(b_rest.iter().rev())
-        .take_while(same)
-        .count();
-    let (removed, added) = (a_rest.len() - suffix, b_rest.len() - suffix);
+    let hunk = Hunk::between(&old, &new);
+    let (removed, added) = (hunk.removed.len(), hunk.added.len());
     if removed == 0 && added == 0 {
         return "line endings only (a final newline, or CRLF to LF)".to_owned();
     }
-    let line = prefix + 1;
+    let line = hunk.line;
     format!("@@ -{line},{removed} +{line},{added} @@ ({removed} line(s) replaced by {added})")
+}
+
+/// The lines rustfmt changed, between the first and the last that differ.
+struct Hunk<'a> {
+    /// The 1-based line where they start.
+    line: usize,
+    removed: Vec<&'a str>,
+    added: Vec<&'a str>,
+}
+
+impl<'a> Hunk<'a> {
+    fn between(old: &'a str, new: &'a str) -> Self {
+        let (a, b): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
+        let same = |(x, y): &(&&str, &&str)| x == y;
+        let prefix = a.iter().zip(&b).take_while(same).count();
+        let (a_rest, b_rest) = (&a[prefix..], &b[prefix..]);
+        let suffix = a_rest
+            .iter()
+            .rev()
+            .zip(b_rest.iter().rev())
+            .take_while(same)
+            .count();
+        Hunk {
+            line: prefix + 1,
+            removed: a_rest[..a_rest.len() - suffix].to_vec(),
+            added: b_rest[..b_rest.len() - suffix].to_vec(),
+        }
+    }
+}
+
+/// How the preview looks where a host draws it: the files and what changes in each, then
+/// (expanded) each file's changed lines as a diff.
+fn preview_view(changed: &[Formatted], of: usize) -> View {
+    let files = Block::Files {
+        files: changed
+            .iter()
+            .map(|file| view::FileEntry {
+                path: file.path.clone(),
+                note: Some(summary(&file.old, &file.new)),
+            })
+            .collect(),
+    };
+    let diffs = changed.iter().map(|file| {
+        let (old, new) = (
+            String::from_utf8_lossy(&file.old),
+            String::from_utf8_lossy(&file.new),
+        );
+        let hunk = Hunk::between(&old, &new);
+        let removed = hunk.removed.iter().map(|line| DiffLine::removed(*line));
+        let added = hunk.added.iter().map(|line| DiffLine::added(*line));
+        Block::diff(file.path.clone(), removed.chain(added).collect::<Vec<_>>())
+    });
+    View::status(State::Pending, "Rustfmt preview")
+        .badge("proposed", Role::Warning)
+        .meta(format!("{} of {of} file(s)", changed.len()))
+        .block(Block::section(
+            [files.clone()],
+            std::iter::once(files).chain(diffs),
+        ))
 }
 
 /// Write every file's formatted content, or none: each only if it is still what the preview
@@ -227,6 +278,7 @@ impl CustomTool for RustfmtPreview {
             text.push_str(&format!("\n{} {summary}", file.path));
         }
         text.push_str("\nNothing is written until the pending action is applied.");
+        let view = preview_view(&changed, paths.len());
         let (cwd, files) = (Arc::new(ctx.cwd().to_owned()), Arc::new(changed));
         ctx.push_pending_action(
             // Retryable: `apply` checks every file before writing any, so running it again
@@ -244,7 +296,7 @@ impl CustomTool for RustfmtPreview {
             })
             .with_source_tool_name("rustfmt_preview"),
         )?;
-        Ok(AgentToolResult::text(text))
+        Ok(AgentToolResult::text(text).with_view(view))
     }
 }
 

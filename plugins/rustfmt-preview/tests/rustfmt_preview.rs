@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use rustfmt_preview::RustfmtPreview;
 use xcsh_plugin_api::host::HostRequest;
 use xcsh_plugin_api::testing::{PluginTest, TestError};
+use xcsh_plugin_api::view::{Block, DiffLine};
 use xcsh_plugin_api::{json, tools, ExecOutput, Value};
 
 const UNFORMATTED: &str = "fn main(){let x=1;\nprintln!(\"{}\",x);}\n";
@@ -62,6 +63,26 @@ async fn previews_writes_nothing_then_apply_formats() {
     assert!(
         text.contains("src/main.rs @@ -1,2 +1,4 @@ (2 line(s) replaced by 4)"),
         "{text}"
+    );
+    // How it looks where a host draws it: the file, and expanded its changed lines.
+    let view = outcome.result().view.clone().expect("a view");
+    assert_eq!(view.status.unwrap().meta, ["1 of 1 file(s)"]);
+    let Block::Section { expanded, .. } = &view.blocks[0] else {
+        panic!("{:?}", view.blocks)
+    };
+    assert_eq!(
+        expanded[1],
+        Block::diff(
+            "src/main.rs",
+            [
+                DiffLine::removed("fn main(){let x=1;"),
+                DiffLine::removed("println!(\"{}\",x);}"),
+                DiffLine::added("fn main() {"),
+                DiffLine::added("    let x = 1;"),
+                DiffLine::added("    println!(\"{}\", x);"),
+                DiffLine::added("}"),
+            ]
+        )
     );
     let pending = test.pending();
     assert_eq!(pending.len(), 1);
