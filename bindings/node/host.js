@@ -14,6 +14,7 @@
 const fs = require("node:fs");
 const path = require("node:path");
 const url = require("node:url");
+const { withoutView } = require("./view.js");
 
 const REGISTRY = Symbol.for("@xcsh/native-plugins.extension-contexts");
 const contexts = globalThis[REGISTRY] || (globalThis[REGISTRY] = new WeakMap());
@@ -211,7 +212,9 @@ function branchResults(ctx, names) {
     for (const entry of manager.getBranch()) {
       const message = entry && entry.type === "message" ? entry.message : null;
       if (!message || message.role !== "toolResult" || !names.has(message.toolName)) continue;
-      results.push({ toolName: message.toolName, toolCallId: String(message.toolCallId ?? ""), details: message.details ?? null });
+      // The view the binding keeps in `details` for the runtime's renderer is not the plugin's.
+      const details = withoutView(message.details ?? null);
+      results.push({ toolName: message.toolName, toolCallId: String(message.toolCallId ?? ""), details: details ?? null });
     }
   } catch {
     // An unreadable history: the tools rebuild from nothing.

@@ -102,6 +102,16 @@ export interface NativeTool {
    */
   onSession(event: { reason: string; previousSessionFile?: string }, ctx?: { sessionManager?: unknown }): Promise<void>;
   /**
+   * How a result looks in the runtime: the view the plugin gave (kept in `details["xcsh/view"]`)
+   * drawn with the runtime's theme, collapsed or expanded; otherwise, or for an error, the
+   * result's text. Returns a component (`render(width)` gives the lines).
+   */
+  renderResult(
+    result: { content: NativeContent[]; details?: unknown; isError?: boolean },
+    options: { expanded: boolean; isPartial: boolean; spinnerFrame?: number },
+    theme: { fg(role: string, text: string): string; bold(text: string): string },
+  ): { render(width: number): string[]; invalidate(): void };
+  /**
    * Run the tool. Rejects with an `Error` carrying the loader's message (plugin file, tool and
    * cause) on invalid arguments, a tool error, a crashed plugin process or a timeout. When it
    * settles, every action the call pushed has been handed to `pi.pushPendingAction`, in order.

@@ -11,6 +11,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 
 const host = require("./host.js");
+const views = require("./view.js");
 const platform = require("./platform.js");
 
 const ADDON_ENV = "XCSH_NATIVE_PLUGINS_ADDON";
@@ -386,7 +387,7 @@ class PluginSession {
       const handler = this.updateHandlers.get(call);
       if (!handler) return;
       try {
-        handler(JSON.parse(json));
+        handler(views.toRuntimeResult(JSON.parse(json)));
       } catch (error) {
         logTo(pi.logger, "warn", `onUpdate threw: ${messageOf(error, "onUpdate")}`);
       }
@@ -461,7 +462,7 @@ class PluginSession {
     if (this.running.size === 0) this.keepAlive.unref();
     if (ok) {
       try {
-        waiting.resolve(JSON.parse(text));
+        waiting.resolve(views.toRuntimeResult(JSON.parse(text)));
       } catch (error) {
         waiting.reject(error);
       }
@@ -591,6 +592,9 @@ class PluginSession {
         session.observe(ctx);
         return session.execute(spec.name, toolCallId, params, onUpdate, signal, ctx);
       },
+      /// How a result looks: its view (xcsh-plugin-api 0.8), drawn with the runtime's theme;
+      /// otherwise, or for an error, its text (view.js).
+      renderResult: views.renderResult,
       /// xcsh's runtime tells its tools when the session ends: `"shutdown"` closes this
       /// invocation's native session (once, whichever of its tools hears it first), which
       /// sends the native tools `shutdown`. Other events reach the native tools' `on_session`

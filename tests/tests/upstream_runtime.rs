@@ -2,8 +2,9 @@
 //! (pinned in `bindings/node/runtime-test/package-lock.json`), under the Bun that package pins:
 //! `bindings/node/runtime-test/native-plugins.test.ts` and `host-services.test.ts` (issue 43:
 //! the runtime's UI, its model and its session events for native tools) and `rpc.test.ts`
-//! (`omp --mode rpc`: a native tool's question as `extension_ui_request` frames) on the real
-//! built addon and plugins.
+//! (`omp --mode rpc`: a native tool's question as `extension_ui_request` frames) and
+//! `views.test.ts` (a native result drawn with the runtime's theme, against snapshot files) on
+//! the real built addon and plugins.
 //!
 //! The runtime is 1.2 GB of npm packages, so it is installed by `.ci/run` (`npm install
 //! --ignore-scripts --no-save` from the lockfile, then Bun's install script), not by this test. Without it the test says
@@ -26,6 +27,7 @@ fn the_binding_works_inside_the_real_upstream_runtime() {
             "./native-plugins.test.ts",
             "./host-services.test.ts",
             "./rpc.test.ts",
+            "./views.test.ts",
         ],
         &dir,
         &[("HOME", home.path().as_os_str())],
