@@ -30,7 +30,14 @@ fn the_binding_works_inside_the_real_upstream_runtime() {
             "./views.test.ts",
         ],
         &dir,
-        &[("HOME", home.path().as_os_str())],
+        &[
+            ("HOME", home.path().as_os_str()),
+            // views.test.ts previews with the native ast_edit through the command line.
+            (
+                "XCSH_CLI",
+                xcsh_integration_tests::artifacts().cli().as_os_str(),
+            ),
+        ],
     );
     assert_success("bun test bindings/node/runtime-test/", &output);
     let report = String::from_utf8_lossy(&output.stderr);

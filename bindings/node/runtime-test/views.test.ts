@@ -9,10 +9,16 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 
+import { spawnSync } from "node:child_process";
+
 import { initThemeSync, theme } from "@oh-my-pi/pi-coding-agent";
+// The runtime's own ast_edit renderer, for the side-by-side only (a test may reach into the
+// runtime's files; the binding never does).
+import { astEditToolRenderer } from "@oh-my-pi/pi-coding-agent/tools/ast-edit";
 import { nativeToolFactory } from "@xcsh/native-plugins";
 
 const seed = require("../examples/seed-runtime.js");
+const views = require("../view.js");
 const PLUGIN_DIR = process.env.XCSH_TEST_PLUGIN_DIR!;
 const SNAPSHOTS = path.join(import.meta.dir, "snapshots");
 const WIDTH = 80;
@@ -55,3 +61,55 @@ test("the sample's preview, drawn with the runtime's theme, collapsed, expanded 
     await factory.close();
   }
 }, 60_000);
+
+/// The native ast_edit's preview of one rewrite over four files, as `xcsh-plugins call --json`
+/// returns it: `{content, details, view}`.
+function nativeAstEditPreview(dir: string) {
+  const tree: Record<string, string> = {
+    "src/a.rs": "fn a() { foo(1); }\n",
+    "src/b.rs": "fn b() { foo(2); foo(3); }\n",
+    "c.rs": "fn c() { foo(4); }\n",
+    "d.rs": "fn d() { foo(5); }\n",
+  };
+  for (const [file, text] of Object.entries(tree)) {
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    fs.writeFileSync(path.join(dir, file), text);
+  }
+  const args = { ops: [{ pat: "foo($A)", out: "bar($A)" }] };
+  const run = spawnSync(
+    process.env.XCSH_CLI!,
+    ["--no-default-dirs", "--cwd", dir, "call", "--json", "--discard", "ast_edit", JSON.stringify(args)],
+    { encoding: "utf8" },
+  );
+  expect(run.status).toBe(0);
+  return { args, result: JSON.parse(run.stdout).result };
+}
+
+test("the native ast_edit's preview, collapsed and expanded, beside the runtime's own ast_edit drawing the same change", () => {
+  initThemeSync(undefined, false, "dark", "light");
+  const dir = fs.mkdtempSync(path.join(scratch, "ast-"));
+  const { args, result } = nativeAstEditPreview(dir);
+  expect(result.view.status.title).toBe("AST Edit");
+  const runtimeResult = views.toRuntimeResult(result);
+  for (const expanded of [false, true]) {
+    const options = { expanded, isPartial: false };
+    const name = expanded ? "expanded" : "collapsed";
+    snapshot(`ast-edit-native-${name}`, views.renderResult(runtimeResult, options, theme).render(WIDTH));
+    // The same text and details through the runtime's own renderer (the native ast_edit's
+    // text and details have the shape of the TypeScript tool's).
+    const typescript = astEditToolRenderer.renderResult(
+      { content: result.content, details: result.details },
+      options,
+      theme,
+      args,
+    );
+    snapshot(`ast-edit-typescript-${name}`, typescript.render(WIDTH));
+  }
+  // A failed apply: its message, in the error role.
+  const failed = views.renderResult(
+    { content: [{ type: "text", text: "Nothing was written: src/a.rs changed since the preview." }], isError: true },
+    { expanded: false, isPartial: false },
+    theme,
+  );
+  snapshot("ast-edit-native-failed-apply", failed.render(WIDTH));
+});
