@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Host services (elicitation, sampling) of `xcsh-plugins mcp`, seen by the official MCP Python SDK.
+"""Host services (elicitation, sampling) of `xcsh-plugins mcp`, and a preview's view under
+`_meta["xcsh/view"]`, seen by the official MCP Python SDK.
 
 Starts the server over stdio with the conformance fixture plugin, once per check, under each
 isolation mode, and checks what a client declaring elicitation + sampling (and one declaring
@@ -50,6 +51,8 @@ class Server:
 
     def __init__(self, stack, mode):
         self.cwd = stack.enter_context(tempfile.TemporaryDirectory(prefix="xcsh-mcp-py-"))
+        # What the ast_edit preview check rewrites.
+        Path(self.cwd, "a.rs").write_text("fn a() { foo(1); }\n")
         self.errlog = stack.enter_context(tempfile.TemporaryFile("w+"))
         args = ["--no-default-dirs", "--plugin", PLUGIN, "--cwd", self.cwd, *MODES[mode], "mcp"]
         self.params = StdioServerParameters(command=BIN, args=args, cwd=self.cwd)
@@ -156,6 +159,24 @@ def check_error(expected=None):
     return check
 
 
+def check_view(result, answers):
+    """The built-in ast_edit's preview: its text, and how it looks under `_meta["xcsh/view"]`."""
+    text = text_of(result)
+    assert not field(result, "is_error", "isError"), text
+    view = (result.meta or {}).get("xcsh/view")
+    assert view, f"no view in {result.meta}"
+    status = view["status"]
+    assert (status["title"], status["state"], status["badge"]["label"]) == ("AST Edit", "success", "proposed"), status
+    assert status["meta"] == ["1 replacement", "1 file", "in .", "searched 1"], status
+    diff = view["blocks"][0]["expanded"][0]
+    assert diff == {
+        "type": "diff",
+        "path": "a.rs",
+        "lines": [{"kind": "removed", "text": "1:10 foo(1)"}, {"kind": "added", "text": "1:10 bar(1)"}],
+    }, diff
+    return f"{status['title']}: {' · '.join(status['meta'])}"
+
+
 CHECKS = [
     # name, tool, arguments, answers (None: client declares neither capability), check
     ("elicitation accept", "test_elicitation", {"message": "Who are you?"},
@@ -172,6 +193,8 @@ CHECKS = [
      lambda: None, check_error()),
     ("no capability: sampling", "test_sampling", {"prompt": "Say hello"},
      lambda: None, check_error(NO_MODEL)),
+    ("ast_edit preview's view", "ast_edit", {"ops": [{"pat": "foo($A)", "out": "bar($A)"}]},
+     lambda: None, check_view),
 ]
 
 

@@ -42,7 +42,7 @@ fn run_with(venv: &str) {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{venv}:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("14 passed, 0 failed"), "{venv}:\n{stdout}");
+    assert!(stdout.contains("16 passed, 0 failed"), "{venv}:\n{stdout}");
 }
 
 #[test]

@@ -313,3 +313,80 @@ fn a_preview_s_view_is_drawn_in_colour_and_plain_under_no_color() {
         untouched(dir.path());
     }
 }
+
+/// The built-in ast_edit's preview on a real terminal, drawn from its view: the status line
+/// with the pattern and counts, each file's changes (sections expanded), added lines green;
+/// under `NO_COLOR` the same lines plain.
+#[test]
+fn the_ast_edit_preview_is_drawn_on_a_terminal_in_colour_and_plain() {
+    if !tmux_available() {
+        return;
+    }
+    for (name, no_color) in [("ast-colour", false), ("ast-no-color", true)] {
+        let dir = tempfile::tempdir().unwrap();
+        for (file, text) in [
+            ("src/a.rs", "fn a() { foo(1); }\n"),
+            ("src/b.rs", "fn b() { foo(2); foo(3); }\n"),
+            ("c.rs", "fn c() { foo(4); }\n"),
+        ] {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let line = format!(
+            "{}'{}' call --no-default-dirs --cwd '{}' --no-input ast_edit \
+             '{{\"ops\": [{{\"pat\": \"foo($A)\", \"out\": \"bar($A)\"}}]}}' --discard; \
+             echo EXIT=$?; sleep 600",
+            if no_color { "NO_COLOR=1 " } else { "" },
+            artifacts().cli().display(),
+            dir.path().display(),
+        );
+        let pty = Pty::start(&session_name(name), &line).unwrap();
+        pty.wait_for("EXIT=");
+        let out = Command::new("tmux")
+            .args([
+                "capture-pane",
+                "-p",
+                "-e",
+                "-J",
+                "-S",
+                "-100",
+                "-t",
+                &pty.name,
+            ])
+            .output()
+            .unwrap();
+        let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+        if no_color {
+            assert!(!screen.contains('\x1b'), "{screen:?}");
+            let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
+            let at = lines
+                .iter()
+                .position(|line| line.starts_with("✔ AST Edit"))
+                .unwrap_or_else(|| panic!("{screen}"));
+            assert_eq!(
+                lines[at..at + 8],
+                [
+                    "✔ AST Edit  foo($A)  [proposed]  · 4 replacements  · 3 files  · in .  · searched 3",
+                    "  c.rs",
+                    "  - 1:10 foo(4)",
+                    "  + 1:10 bar(4)",
+                    "  src/a.rs",
+                    "  - 1:10 foo(1)",
+                    "  + 1:10 bar(1)",
+                    "  src/b.rs",
+                ],
+                "{screen}"
+            );
+        } else {
+            assert!(screen.contains("\x1b[32m+ 1:10 bar(4)"), "{screen:?}");
+            assert!(screen.contains("\x1b[31m- 1:10 foo(4)"), "{screen:?}");
+        }
+        assert!(screen.contains("EXIT=0"), "{screen}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("c.rs")).unwrap(),
+            "fn c() { foo(4); }\n",
+            "discarded: nothing written"
+        );
+    }
+}
