@@ -106,6 +106,15 @@ export interface NativeTool {
    * drawn with the runtime's theme, collapsed or expanded; otherwise, or for an error, the
    * result's text. Returns a component (`render(width)` gives the lines).
    */
+  /**
+   * How a call looks while it runs: the status line of the tool's call view (xcsh-plugin-api
+   * 0.8), filled from the arguments so far; otherwise the tool's label.
+   */
+  renderCall(
+    args: unknown,
+    options: { expanded: boolean; isPartial: boolean; spinnerFrame?: number },
+    theme: { fg(role: string, text: string): string; bold(text: string): string },
+  ): { render(width: number): string[]; invalidate(): void };
   renderResult(
     result: { content: NativeContent[]; details?: unknown; isError?: boolean },
     options: { expanded: boolean; isPartial: boolean; spinnerFrame?: number },

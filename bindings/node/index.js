@@ -592,6 +592,18 @@ class PluginSession {
         session.observe(ctx);
         return session.execute(spec.name, toolCallId, params, onUpdate, signal, ctx);
       },
+      /// How a call looks while it runs: the status line of the tool's call view, filled from
+      /// the arguments by the addon (synchronously, no plugin code); otherwise its label.
+      renderCall(args, options, theme) {
+        let status = null;
+        try {
+          const json = session.closed ? null : session.native.callStatus(spec.name, JSON.stringify(args ?? {}));
+          status = json ? JSON.parse(json) : null;
+        } catch {
+          // The label.
+        }
+        return views.renderCall(status, spec.label, options, theme);
+      },
       /// How a result looks: its view (xcsh-plugin-api 0.8), drawn with the runtime's theme;
       /// otherwise, or for an error, its text (view.js).
       renderResult: views.renderResult,

@@ -68,6 +68,21 @@ function renderResult(result, options, theme) {
   );
 }
 
+/// The runtime's `renderCall` for a native tool: the status line its call view gives
+/// (`status`, filled by the addon from the call's arguments, which may still be arriving), or
+/// the tool's label as the runtime shows one without a renderer.
+function renderCall(status, label, options, theme) {
+  if (status && typeof status === "object") {
+    try {
+      const lines = viewLines({ status }, { ...(options || {}), isPartial: true });
+      return component((width) => lines.map((segments) => paint(cut(segments, width), theme)));
+    } catch {
+      // The label, below.
+    }
+  }
+  return component((width) => [paint(cut([["toolTitle", String(label), "bold"]], width), theme)]);
+}
+
 /// A component drawing `draw(width)`, redrawn on every call.
 function component(draw) {
   return {
@@ -223,4 +238,4 @@ function textOf(result) {
     .join("\n");
 }
 
-module.exports = { toRuntimeResult, withoutView, renderResult, VIEW_KEY };
+module.exports = { toRuntimeResult, withoutView, renderResult, renderCall, VIEW_KEY };

@@ -108,6 +108,13 @@ pub trait CustomTool: Send + Sync + 'static {
         None
     }
 
+    /// How a call of the tool looks where a host draws calls (xcsh's runtime, while the call
+    /// runs): a status line filled from the call's arguments ([`crate::view::CallView`]).
+    /// `None` by default: the host shows the tool's label.
+    fn call_view(&self) -> Option<crate::view::CallView> {
+        None
+    }
+
     /// Run the tool. Dropping the returned future cancels the call.
     fn execute(
         &self,
@@ -464,6 +471,9 @@ impl<T: CustomTool> IntoToolDef for T {
                 idempotent: self.idempotent().into(),
                 open_world: self.open_world().into(),
             },
+            call_view_json: self
+                .call_view()
+                .and_then(|view| serde_json::to_string(&view).ok()),
         };
         ToolFfi_TO::from_value(
             ToolAdapter {
@@ -485,6 +495,7 @@ struct Definition {
     hidden: bool,
     deferrable: bool,
     annotations: FfiToolAnnotations,
+    call_view_json: Option<String>,
 }
 
 /// The plugin-side vtable of a tool: answers its definition, parses arguments and runs
@@ -534,6 +545,13 @@ impl<T: CustomTool> ToolFfi for ToolAdapter<T> {
 
     fn annotations(&self) -> ROption<FfiToolAnnotations> {
         ROption::RSome(self.definition.annotations)
+    }
+
+    fn call_view_json(&self) -> ROption<RString> {
+        match &self.definition.call_view_json {
+            Some(json) => ROption::RSome(json.as_str().into()),
+            None => ROption::RNone,
+        }
     }
 
     fn on_session(&self, event_json: RString) -> FfiFuture<()> {

@@ -384,6 +384,124 @@ impl View {
     }
 }
 
+/// How a call of a tool looks, before it has a result: a status line whose strings name the
+/// call's arguments in braces, filled by the host (which draws a call as the model streams it,
+/// without asking the plugin). `{path}` is the argument `path`, `{ops.0.pat}` the `pat` of the
+/// first of `ops`, `{ops#}` how many `ops` there are. A string naming an argument the call does
+/// not have (or has empty) is left out; a string, number or boolean is shown as it is,
+/// whitespace runs collapsed; a list of strings joined by `, `.
+///
+/// ```
+/// use serde_json::json;
+/// use xcsh_plugin_api::view::CallView;
+///
+/// let view = CallView::new("AST Edit").description("{ops.0.pat}").meta("in {path}").meta("{ops#} rewrites");
+/// let filled = view.fill(&json!({"ops": [{"pat": "foo($A)\n  (x)", "out": "bar"}]}));
+/// assert_eq!(filled.description.as_deref(), Some("foo($A) (x)"));
+/// assert_eq!(filled.meta, ["1 rewrites"]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallView {
+    /// The title (`{…}` allowed, as everywhere).
+    pub title: String,
+    /// The description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The facts after it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub meta: Vec<String>,
+}
+
+impl CallView {
+    /// A call view with `title`.
+    pub fn new(title: impl Into<String>) -> Self {
+        Self {
+            title: title.into(),
+            description: None,
+            meta: Vec::new(),
+        }
+    }
+
+    /// The same with a description.
+    #[must_use]
+    pub fn description(mut self, template: impl Into<String>) -> Self {
+        self.description = Some(template.into());
+        self
+    }
+
+    /// The same with one more fact.
+    #[must_use]
+    pub fn meta(mut self, template: impl Into<String>) -> Self {
+        self.meta.push(template.into());
+        self
+    }
+
+    /// The status line for a call with `arguments`: each template filled, the ones naming an
+    /// argument the call lacks left out (a title that cannot be filled stays as written),
+    /// cleaned as [`View::bounded`] cleans.
+    pub fn fill(&self, arguments: &serde_json::Value) -> Status {
+        let filled = |template: &str| fill(template, arguments).map(|text| clean(&text, false));
+        Status {
+            state: State::Pending,
+            title: filled(&self.title).unwrap_or_else(|| clean(&self.title, false)),
+            description: self.description.as_deref().and_then(filled),
+            badge: None,
+            meta: self
+                .meta
+                .iter()
+                .filter_map(|m| filled(m))
+                .take(MAX_ITEMS)
+                .collect(),
+        }
+    }
+}
+
+/// `template` with each `{argument}` replaced; `None` when one has no value.
+fn fill(template: &str, arguments: &serde_json::Value) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let close = rest[open..].find('}')? + open;
+        out.push_str(&rest[..open]);
+        out.push_str(&argument(&rest[open + 1..close], arguments)?);
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// The argument at `path` (`a.b.0`, or `a#` for a count), as text; `None` when absent or empty.
+fn argument(path: &str, arguments: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let (path, count) = match path.strip_suffix('#') {
+        Some(path) => (path, true),
+        None => (path, false),
+    };
+    let mut value = arguments;
+    for step in path.split('.').filter(|s| !s.is_empty()) {
+        value = match value {
+            Value::Object(map) => map.get(step)?,
+            Value::Array(items) => items.get(step.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    let text = match (value, count) {
+        (Value::Array(items), true) => items.len().to_string(),
+        (Value::Object(map), true) => map.len().to_string(),
+        (_, true) => return None,
+        (Value::String(s), _) => s.split_whitespace().collect::<Vec<_>>().join(" "),
+        (Value::Number(n), _) => n.to_string(),
+        (Value::Bool(b), _) => b.to_string(),
+        (Value::Array(items), _) => items
+            .iter()
+            .map(|item| item.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()?
+            .join(", "),
+        (Value::Null | Value::Object(_), _) => return None,
+    };
+    (!text.is_empty()).then_some(text)
+}
+
 /// Why a host does not draw a view (it shows the text instead).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ViewError {
@@ -702,6 +820,31 @@ mod tests {
             view.blocks[MAX_ITEMS],
             Block::line("… 3 more blocks", Role::Muted)
         );
+    }
+
+    #[test]
+    fn a_call_view_is_filled_from_the_arguments_and_leaves_out_what_they_lack() {
+        use serde_json::json;
+        let view = CallView::new("Rename {find}")
+            .description("{files}")
+            .meta("in {path}")
+            .meta("{files#} files")
+            .meta("{files.1}")
+            .meta("{nested.deep}")
+            .meta("{count} at most, dry run {dry}");
+        let status = view.fill(
+            &json!({"find": "a\u{1b}[2J", "files": ["x.rs", "y.rs"], "count": 3, "dry": false}),
+        );
+        assert_eq!(status.state, State::Pending);
+        assert_eq!(status.title, "Rename a");
+        assert_eq!(status.description.as_deref(), Some("x.rs, y.rs"));
+        assert_eq!(status.meta, ["2 files", "y.rs", "3 at most, dry run false"]);
+        let unfilled = view.fill(&json!({}));
+        assert_eq!(unfilled.title, "Rename {find}", "a title stays as written");
+        assert_eq!(unfilled.description, None);
+        assert!(unfilled.meta.is_empty());
+        let back: CallView = serde_json::from_value(serde_json::to_value(&view).unwrap()).unwrap();
+        assert_eq!(back, view);
     }
 
     #[test]

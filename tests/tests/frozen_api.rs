@@ -604,6 +604,11 @@ async fn a_0_7_0_plugin_runs_its_macro_tool_and_asks_from_its_apply_in_both_isol
         assert_eq!(echoed.text(), "echo: hi");
         assert_eq!(echoed.result.details, Some(json!({"api": "0.7.0"})));
         assert_eq!(echoed.result.view, None, "built before views: none");
+        assert_eq!(
+            session.call_status("frozen7_echo", &json!({"text": "hi"})),
+            None,
+            "no call view either"
+        );
 
         // The apply asks and notifies through the `resolve` call's context.
         let pushed = session.call("frozen7_preview", json!({"text": "a"})).await;

@@ -33,6 +33,29 @@ async fn a_preview_s_view_arrives_beside_its_text_in_both_isolation_modes() {
             std::fs::write(dir.path().join(name), "x").unwrap();
         }
         let session = session(dir.path(), isolation, "batch-rename");
+        // Before it runs, as the model streams its arguments: the call's status line, filled
+        // in the host from what has arrived.
+        let streaming = session
+            .call_status(
+                "batch_rename_preview",
+                &json!({"find": "a", "files": ["a1.txt"]}),
+            )
+            .expect("a call view");
+        assert_eq!(streaming.title, "Batch Rename");
+        assert_eq!(
+            streaming.description, None,
+            "{isolation}: `replace` not there yet"
+        );
+        assert_eq!(streaming.meta, ["1 files"]);
+        let called = session
+            .call_status(
+                "batch_rename_preview",
+                &json!({"find": "a", "replace": "b", "files": names}),
+            )
+            .unwrap();
+        assert_eq!(called.description.as_deref(), Some("a → b"));
+        assert_eq!(called.meta, ["7 files"]);
+        assert_eq!(session.call_status("no_such_tool", &json!({})), None);
         let preview = session
             .call(
                 "batch_rename_preview",
@@ -77,4 +100,27 @@ async fn a_preview_s_view_arrives_beside_its_text_in_both_isolation_modes() {
         assert_eq!(view.check_paths(dir.path()), Ok(()));
         session.shutdown().await;
     }
+}
+
+/// A plugin process's definitions kept in the cache (the next session starts no process until
+/// a call) keep its tools' call views.
+#[tokio::test]
+async fn a_call_view_survives_the_definitions_cache() {
+    let cache = tempfile::tempdir().unwrap();
+    // This test binary's only test that loads plugins with a cache of its own.
+    std::env::set_var("XCSH_CACHE_DIR", cache.path());
+    let dir = tempfile::tempdir().unwrap();
+    for round in ["learned from the process", "read from the cache"] {
+        let session = session(dir.path(), Isolation::Process, "batch-rename");
+        let status = session
+            .call_status(
+                "batch_rename_preview",
+                &json!({"find": "x", "replace": "y"}),
+            )
+            .unwrap_or_else(|| panic!("{round}: no call view"));
+        assert_eq!(status.description.as_deref(), Some("x → y"), "{round}");
+        session.shutdown().await;
+    }
+    let entries = std::fs::read_dir(cache.path()).unwrap().count();
+    assert!(entries > 0, "the definitions were cached");
 }

@@ -47,6 +47,11 @@ test("the sample's preview, drawn with the runtime's theme, collapsed, expanded 
     const result = await tool.execute("call-1", { files, find: "a", replace: "b" });
     const draw = (options: { expanded: boolean; isPartial: boolean; spinnerFrame?: number }) =>
       tool.renderResult(result, options, theme).render(WIDTH);
+    // The call while it runs, filled from its arguments.
+    snapshot(
+      "batch-rename-call",
+      tool.renderCall({ files, find: "a", replace: "b" }, { expanded: false, isPartial: true, spinnerFrame: 3 }, theme).render(WIDTH),
+    );
     snapshot("batch-rename-collapsed", draw({ expanded: false, isPartial: false }));
     snapshot("batch-rename-expanded", draw({ expanded: true, isPartial: false }));
     snapshot("batch-rename-streaming", draw({ expanded: false, isPartial: true, spinnerFrame: 3 }));

@@ -294,6 +294,17 @@ impl NativeSession {
         Ok(())
     }
 
+    /// How a call of tool `name` with the arguments `arguments_json` looks (the JSON of an
+    /// `xcsh_plugin_api::view::Status`), or `null` when the tool gives no call view: for the
+    /// runtime's synchronous `renderCall`, filled here without running plugin code.
+    #[napi(catch_unwind)]
+    pub fn call_status(&self, name: String, arguments_json: String) -> Option<String> {
+        let session = self.session()?;
+        let arguments = serde_json::from_str(&arguments_json).unwrap_or(serde_json::Value::Null);
+        let status = session.call_status(&name, &arguments)?;
+        serde_json::to_string(&status).ok()
+    }
+
     /// The tools of the session, `resolve` excepted (the runtime has its own).
     #[napi(catch_unwind)]
     pub fn tools(&self) -> Vec<NativeTool> {

@@ -59,12 +59,32 @@ test("the sample's preview is drawn from its view, collapsed and expanded", { ti
       const expanded = tool.renderResult(result, { expanded: true, isPartial: false }, theme).render(80);
       assert.equal(expanded.length, 1 + 1 + 7, isolation);
       assert.equal(expanded[8], "<toolOutput>a6.txt  b6.txt</toolOutput>");
+      // The call, while the arguments stream in: its call view filled by the addon.
+      assert.deepEqual(tool.renderCall({ find: "a", files }, { expanded: false, isPartial: true }, theme).render(80), [
+        "<accent>◌</accent> <toolTitle>*Batch Rename*</toolTitle><dim> · 7 files</dim>",
+      ]);
+      assert.deepEqual(
+        tool.renderCall({ find: "a", replace: "b", files }, { expanded: false, isPartial: true, spinnerFrame: 1 }, theme).render(80),
+        ["<accent>⠙</accent> <toolTitle>*Batch Rename*</toolTitle> <muted>a → b</muted><dim> · 7 files</dim>"],
+      );
       // Streaming: the status shows the runtime's spinner frame.
       const partial = tool.renderResult(result, { expanded: false, isPartial: true, spinnerFrame: 2 }, theme).render(80);
       assert.match(partial[0], /^<accent>⠹<\/accent>/);
     } finally {
       await factory.close();
     }
+  }
+});
+
+test("a tool without a call view shows its label while it runs", { timeout: SLOW }, async () => {
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), "xcsh-view-"));
+  const factory = nativeToolFactory({ plugins: [path.join(PLUGIN_DIR, "libfixture_journal.so")], defaultDirs: false });
+  try {
+    const tools = await factory(runtimeApi(cwd, new PendingActionStore()));
+    const drawn = tools[0].renderCall({}, { expanded: false, isPartial: true }, theme).render(80);
+    assert.deepEqual(drawn, [`<toolTitle>*${tools[0].label}*</toolTitle>`]);
+  } finally {
+    await factory.close();
   }
 });
 

@@ -555,10 +555,7 @@ fn load(
         Some(keep_alive_sink),
     )
     .map_err(|error| error.kind)?;
-    let definitions = tools
-        .iter()
-        .map(|tool| ToolDefinition::of(tool.spec()))
-        .collect();
+    let definitions = tools.iter().map(|tool| ToolDefinition::of(tool)).collect();
     outgoing.send(&ChildMessage::Hello {
         api_version,
         tools: definitions,

@@ -336,6 +336,15 @@ pub trait ToolFfi: Send + Sync {
         let _ = event_json;
         async_ffi::FutureExt::into_ffi(async {})
     }
+
+    // ---- Added in ABI 1.5 (xcsh-plugin-api 0.8). Every method below needs a default body. ----
+
+    /// How a call of the tool looks, as the JSON of an `xcsh_plugin_api::view::CallView`: a
+    /// template the host fills from the call's arguments (a host draws a call before it runs,
+    /// and synchronously). `RNone` when the tool gives none, or the plugin predates views.
+    fn call_view_json(&self) -> ROption<RString> {
+        ROption::RNone
+    }
 }
 
 /// A tool's definition and behaviour as it crosses the boundary (an owned [`ToolFfi`] object).

@@ -319,6 +319,16 @@ impl CustomTool for AstEditTool {
         true
     }
 
+    /// While it runs, as the runtime's own `ast_edit` shows a call: the (first) pattern, and
+    /// where it looks.
+    fn call_view(&self) -> Option<xcsh_plugin_api::view::CallView> {
+        Some(
+            xcsh_plugin_api::view::CallView::new("AST Edit")
+                .description("{ops.0.pat}")
+                .meta("in {path}"),
+        )
+    }
+
     async fn execute(
         &self,
         _tool_call_id: String,

@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use xcsh_plugin_api::view::{Block, Role, State, View};
+use xcsh_plugin_api::view::{Block, CallView, Role, State, View};
 use xcsh_plugin_api::*;
 
 tool_params! {
@@ -97,6 +97,15 @@ impl CustomTool for BatchRenamePreview {
     }
     fn deferrable(&self) -> bool {
         true
+    }
+
+    /// While it runs: what it renames, and how many files.
+    fn call_view(&self) -> Option<CallView> {
+        Some(
+            CallView::new("Batch Rename")
+                .description("{find} → {replace}")
+                .meta("{files#} files"),
+        )
     }
 
     async fn execute(

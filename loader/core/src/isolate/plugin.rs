@@ -194,6 +194,7 @@ impl PluginProcess {
             .iter()
             .cloned()
             .map(|def| IsolatedTool {
+                call_view: def.call_view.clone(),
                 spec: def.into_spec(ToolOrigin::Plugin(path.clone())),
                 plugin: Arc::clone(&self.0),
             })
@@ -416,6 +417,7 @@ impl IsolatedPlugin {
 /// A tool of an isolated plugin, as the session runs it.
 pub(crate) struct IsolatedTool {
     spec: ToolSpec,
+    call_view: Option<xcsh_plugin_api::view::CallView>,
     plugin: Arc<IsolatedPlugin>,
 }
 
@@ -432,6 +434,10 @@ impl IsolatedTool {
 impl Tool for IsolatedTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn call_view(&self) -> Option<xcsh_plugin_api::view::CallView> {
+        self.call_view.clone()
     }
 
     fn execute(

@@ -37,6 +37,7 @@ fn factory_error(message: String) -> LoadError {
 /// would for a loaded plugin instantiated by that session.
 pub struct BuiltinPluginTool {
     spec: ToolSpec,
+    call_view: Option<xcsh_plugin_api::view::CallView>,
     module: PluginModuleRef,
 }
 
@@ -50,8 +51,13 @@ pub fn builtin_plugin_tools<F: PluginFactory>() -> Result<Vec<Arc<dyn Tool>>, Lo
     Ok(defs
         .into_iter()
         .map(|def| {
-            let spec = plugin_tool(def, ToolOrigin::Builtin).spec;
-            Arc::new(BuiltinPluginTool { spec, module }) as Arc<dyn Tool>
+            let tool = plugin_tool(def, ToolOrigin::Builtin);
+            let (spec, call_view) = (tool.spec().clone(), tool.call_view());
+            Arc::new(BuiltinPluginTool {
+                spec,
+                call_view,
+                module,
+            }) as Arc<dyn Tool>
         })
         .collect())
 }
@@ -86,6 +92,10 @@ fn create_builtin(
 impl Tool for BuiltinPluginTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn call_view(&self) -> Option<xcsh_plugin_api::view::CallView> {
+        self.call_view.clone()
     }
 
     fn execute(

@@ -107,6 +107,7 @@ pub(crate) fn plugin_tools(
             .into_iter()
             .map(|definition| {
                 Arc::new(DeferredTool {
+                    call_view: definition.call_view.clone(),
                     spec: definition.into_spec(origin.clone()),
                     plugin: Arc::clone(&plugin),
                 }) as Arc<dyn Tool>
@@ -154,7 +155,7 @@ impl DeferredPlugin {
             if let Some((cache, key)) = &self.cache {
                 let fresh: Vec<ToolDefinition> = tools
                     .iter()
-                    .map(|tool| ToolDefinition::of(tool.spec()))
+                    .map(|tool| ToolDefinition::of(tool.as_ref()))
                     .collect();
                 if self.cached.as_ref() != Some(&fresh) {
                     if self.cached.is_some() {
@@ -188,12 +189,17 @@ impl DeferredPlugin {
 /// A tool registered from cached definitions; its plugin's factory runs at its first call.
 struct DeferredTool {
     spec: ToolSpec,
+    call_view: Option<xcsh_plugin_api::view::CallView>,
     plugin: Arc<DeferredPlugin>,
 }
 
 impl Tool for DeferredTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn call_view(&self) -> Option<xcsh_plugin_api::view::CallView> {
+        self.call_view.clone()
     }
 
     fn execute(

@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use xcsh_plugin_api::view::CallView;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RString};
@@ -155,6 +156,8 @@ fn action_context(ctx: ActionContext) -> ToolContextBox {
 /// A tool loaded from a plugin library.
 pub struct PluginTool {
     spec: ToolSpec,
+    /// How a call of it looks (`None` from a plugin before 0.8, or one that gives none).
+    call_view: Option<CallView>,
     tool: Arc<FfiToolDef>,
     /// Poll the plugin's future on the caller's task (lowest latency; blocking plugin code
     /// then blocks the caller) instead of on a blocking-pool thread of its own.
@@ -167,6 +170,10 @@ pub struct PluginTool {
 impl Tool for PluginTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn call_view(&self) -> Option<CallView> {
+        self.call_view.clone()
     }
 
     fn execute(
@@ -366,6 +373,12 @@ fn plugin_tool(def: FfiToolDef, origin: ToolOrigin) -> PluginTool {
                 .unwrap_or_default(),
             origin,
         },
+        // A plugin before 0.8 has no such method: its default answers `RNone`. One that is not
+        // a call view is left out (the label shows instead).
+        call_view: def
+            .call_view_json()
+            .into_option()
+            .and_then(|json| serde_json::from_str(json.as_str()).ok()),
         tool: Arc::new(def),
         inline: false,
         running: offload::Running::default(),

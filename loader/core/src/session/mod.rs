@@ -298,6 +298,21 @@ impl Session {
         specs
     }
 
+    /// How a call of tool `name` with `arguments` looks, for a host that draws calls while
+    /// they run (xcsh's runtime): the tool's call view filled from the arguments, which may
+    /// still be arriving ([`CallView::fill`](xcsh_plugin_api::view::CallView::fill)). `None`
+    /// when no such tool is registered or it gives no call view (the host shows its label).
+    /// Synchronous and in the host: no plugin code runs, in process or in a plugin process.
+    pub fn call_status(
+        &self,
+        name: &str,
+        arguments: &Value,
+    ) -> Option<xcsh_plugin_api::view::Status> {
+        let registry = self.registry();
+        let view = registry.get(name)?.tool.call_view()?;
+        Some(view.fill(arguments))
+    }
+
     /// A number that moves on whenever [`Session::tools`] would answer differently (a
     /// reloaded plugin's tools changed): a client holding a copy of the tool list knows to
     /// fetch it again.

@@ -26,6 +26,9 @@ pub struct ToolDefinition {
     /// The tool's behaviour hints (each absent when the tool gives none).
     #[serde(default)]
     pub hints: Hints,
+    /// How a call of it looks (xcsh-plugin-api 0.8), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_view: Option<xcsh_plugin_api::view::CallView>,
 }
 
 /// A tool's behaviour hints, serialised (see [`ToolHints`]).
@@ -42,8 +45,9 @@ pub struct Hints {
 }
 
 impl ToolDefinition {
-    /// `spec`'s definition.
-    pub fn of(spec: &ToolSpec) -> Self {
+    /// `tool`'s definition.
+    pub fn of(tool: &dyn super::Tool) -> Self {
+        let spec = tool.spec();
         ToolDefinition {
             name: spec.name.clone(),
             label: spec.label.clone(),
@@ -52,10 +56,12 @@ impl ToolDefinition {
             hidden: spec.hidden,
             deferrable: spec.deferrable,
             hints: spec.hints.into(),
+            call_view: tool.call_view(),
         }
     }
 
-    /// The spec of a tool so defined, coming from `origin`.
+    /// The spec of a tool so defined, coming from `origin` (its call view is
+    /// [`ToolDefinition::call_view`], kept beside it by whoever runs the tool).
     pub fn into_spec(self, origin: ToolOrigin) -> ToolSpec {
         ToolSpec {
             name: self.name,

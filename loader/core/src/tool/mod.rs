@@ -156,4 +156,10 @@ pub trait Tool: Send + Sync {
         let _ = event;
         Box::pin(async {})
     }
+
+    /// How a call of the tool looks, filled from its arguments by a host that draws calls
+    /// ([`Session::call_status`](crate::Session::call_status)). `None` by default.
+    fn call_view(&self) -> Option<xcsh_plugin_api::view::CallView> {
+        None
+    }
 }

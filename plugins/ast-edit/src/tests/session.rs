@@ -141,6 +141,30 @@ async fn the_preview_s_view_shows_files_counts_and_changes_collapsed_and_expande
         ("d.rs", "fn d() { foo(5); }\n"),
     ]);
     let s = session(dir.path());
+    // While it runs: the pattern, and where it looks (left out until the model gives a path).
+    let call = s
+        .call_status(
+            "ast_edit",
+            &json!({"ops": [{"pat": "foo(\n  $A)"}], "path": "src"}),
+        )
+        .unwrap();
+    assert_eq!(
+        (
+            call.title.as_str(),
+            call.description.as_deref(),
+            call.meta.as_slice()
+        ),
+        (
+            "AST Edit",
+            Some("foo( $A)"),
+            ["in src".to_owned()].as_slice()
+        )
+    );
+    assert!(s
+        .call_status("ast_edit", &json!({}))
+        .unwrap()
+        .meta
+        .is_empty());
     let preview = edit(
         &s,
         json!({"ops": [{"pat": "foo(  $A )", "out": "bar($A)"}]}),
