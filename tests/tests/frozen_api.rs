@@ -380,6 +380,12 @@ async fn a_0_6_0_plugin_lists_runs_and_uses_host_services_in_both_isolation_mode
             echo.result.details,
             Some(json!({"api": "0.6.0", "heard": []}))
         );
+        // Built before views: it renders as before (its text; its label while it runs).
+        assert_eq!(echo.result.view, None);
+        assert_eq!(
+            session.call_status("frozen_echo", &json!({"text": "hi"})),
+            None
+        );
 
         // on_session hears the event with its own earlier results only.
         let mut start = SessionChange::new(SessionReason::Start);
