@@ -849,28 +849,29 @@ mod tests {
 
     #[test]
     fn a_path_outside_the_session_is_refused() {
-        let root = Path::new("/work/project");
+        // Absolute paths as this platform writes them (`/tmp/project`, `C:\...\project`).
+        let base = std::env::temp_dir();
+        let root = base.join("project");
+        let inside = root.join("d.rs").display().to_string();
         let inside_view = View::default().block(Block::section(
-            [Block::files([
-                "src/a.rs",
-                "./b/../c.rs",
-                "/work/project/d.rs",
-            ])],
+            [Block::files(["src/a.rs", "./b/../c.rs", inside.as_str()])],
             [Block::diff("src/a.rs", [])],
         ));
-        assert_eq!(inside_view.check_paths(root), Ok(()));
+        assert_eq!(inside_view.check_paths(&root), Ok(()));
+        let elsewhere = base.join("passwd").display().to_string();
+        let sibling = base.join("projectile").join("x").display().to_string();
         for outside in [
             "../secret",
             "a/../../b",
-            "/etc/passwd",
-            "/work/projectile/x",
+            elsewhere.as_str(),
+            sibling.as_str(),
         ] {
             let view = View::default().block(Block::section([], [Block::files([outside])]));
             assert_eq!(
-                view.check_paths(root),
+                view.check_paths(&root),
                 Err(ViewError::PathOutside {
                     path: outside.to_owned(),
-                    root: root.to_path_buf(),
+                    root: root.clone(),
                 }),
                 "{outside}"
             );

@@ -124,7 +124,7 @@ pub use tool::{
 };
 pub use xcsh_plugin_api::{AgentToolResult, Content, PluginError};
 
-/// What the layers above the core (the MCP server, the CLI) use of its internals. Not an API:
+/// What the layers above the core (the MCP server, the plugin process) use of its internals. Not an API:
 /// hidden, and free to change with the layers that use it.
 #[doc(hidden)]
 pub mod for_layers {
