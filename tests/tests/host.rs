@@ -82,7 +82,7 @@ fn check_refuses_junk_truncated_and_incompatible_files_with_a_one_line_cause() {
         (truncated.as_path(), "not a loadable shared library"),
         (
             incompatible.as_path(),
-            "built against xcsh-plugin-api 0.8.0, this host supports 0.2.0 to",
+            "built against xcsh-plugin-api 0.9.0, this host supports 0.2.0 to",
         ),
         (
             legacy.as_path(),

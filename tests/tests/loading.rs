@@ -104,7 +104,7 @@ fn an_incompatible_api_version_is_refused_naming_file_and_both_versions() {
     assert_eq!(errors.len(), 1, "{errors:#?}");
     let message = errors[0].to_string();
     assert!(message.contains("libfixture_incompatible"), "{message}");
-    assert!(message.contains("0.8.0"), "{message}");
+    assert!(message.contains("0.9.0"), "{message}");
     assert!(message.contains(&host_api_version()), "{message}");
     assert_eq!(host_api_version(), xcsh_plugin_api::API_VERSION);
     // The other plugin is unaffected.
@@ -150,7 +150,7 @@ fn a_newer_minor_is_refused_before_any_of_its_code_runs() {
     assert_eq!(errors.len(), 1, "{report:#}");
     assert_eq!(
         errors[0]["message"],
-        "refusing to load: built against xcsh-plugin-api 0.8.0, this host supports 0.2.0 to "
+        "refusing to load: built against xcsh-plugin-api 0.9.0, this host supports 0.2.0 to "
             .to_owned()
             + &host_api_version()
     );
@@ -162,10 +162,10 @@ fn a_newer_minor_is_refused_before_any_of_its_code_runs() {
     let session = session_with(dir.path(), std::slice::from_ref(&lib));
     let errors = session.load_errors();
     assert_eq!(errors.len(), 1, "{errors:#?}");
-    assert_eq!(errors[0].to_string(), refusal(&lib, "0.8.0"));
+    assert_eq!(errors[0].to_string(), refusal(&lib, "0.9.0"));
     assert!(matches!(
         &errors[0].kind,
-        LoadErrorKind::IncompatibleVersion { found, .. } if found == "0.8.0"
+        LoadErrorKind::IncompatibleVersion { found, .. } if found == "0.9.0"
     ));
     assert!(session.plugins().is_empty());
     assert!(!marker.exists());

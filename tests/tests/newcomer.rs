@@ -410,14 +410,14 @@ fn check_reports_the_version_it_read_and_what_to_rebuild_against() {
     let api = package_version("plugin-api/Cargo.toml");
     assert!(
         stderr(&text).contains(&format!(
-            "built against xcsh-plugin-api 0.8.0, this host supports 0.2.0 to {api}; rebuild it against xcsh-plugin-api {api}"
+            "built against xcsh-plugin-api 0.9.0, this host supports 0.2.0 to {api}; rebuild it against xcsh-plugin-api {api}"
         )),
         "{}",
         stderr(&text)
     );
     let json = cli(&["check", "--json", newer.to_str().unwrap()], dir.path());
     let doc: Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!(doc["files"][0]["apiVersion"], "0.8.0");
+    assert_eq!(doc["files"][0]["apiVersion"], "0.9.0");
     assert_eq!(doc["files"][0]["ok"], false);
 }
 

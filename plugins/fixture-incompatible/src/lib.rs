@@ -1,4 +1,4 @@
-//! Test fixture: a plugin as the next minor of `xcsh-plugin-api` would build it (0.8.0, newer
+//! Test fixture: a plugin as the next minor of `xcsh-plugin-api` would build it (0.9.0, newer
 //! than any host in this workspace). It exports the version marker and an abi_stable root
 //! module like a real plugin, and a library constructor that appends a line to the file named
 //! by `XCSH_FIXTURE_MARKER`. The host must refuse it from the marker alone, before `dlopen`:
@@ -19,14 +19,14 @@ use abi_stable::{
 use xcsh_plugin_api::ffi::{version_marker, VersionMarker};
 
 /// The version this fixture claims to be built against.
-pub const CLAIMED_API_VERSION: &str = "0.8.0";
+pub const CLAIMED_API_VERSION: &str = "0.9.0";
 
-/// The marker `export_plugin!` of xcsh-plugin-api 0.8.0 would write.
+/// The marker `export_plugin!` of xcsh-plugin-api 0.9.0 would write.
 #[export_name = "xcsh_plugin_api_version"]
 #[used]
 pub static XCSH_PLUGIN_API_VERSION: VersionMarker = version_marker(CLAIMED_API_VERSION);
 
-/// The root module of a hypothetical xcsh-plugin-api 0.8 (a layout no host here knows).
+/// The root module of a hypothetical xcsh-plugin-api 0.9 (a layout no host here knows).
 #[repr(C)]
 #[derive(StableAbi)]
 #[sabi(kind(Prefix(prefix_ref = FutureModuleRef)))]
@@ -40,7 +40,7 @@ impl RootModule for FutureModuleRef {
     declare_root_module_statics! {FutureModuleRef}
     const BASE_NAME: &'static str = "xcsh_plugin";
     const NAME: &'static str = "xcsh_plugin";
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("0.8.0");
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new("0.9.0");
 }
 
 extern "C" fn create_tools() -> RResult<u32, RString> {
